@@ -1,0 +1,303 @@
+"""hosts.yaml: the example parses; every mistake is one line with file, line, key and exit 2."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tui.cli import main
+from tui.config import (
+    Engine,
+    HostKeyPolicy,
+    TransportKind,
+    find_config,
+    parse_config,
+    parse_config_file,
+)
+from tui.errors import ConfigError
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_example_hosts_yaml_parses_with_chains() -> None:
+    config = parse_config_file(REPO / "hosts.yaml")
+    assert list(config.hosts) == ["kpro5", "kpro6-ct", "here"]
+    kpro5 = config.hosts["kpro5"]
+    assert kpro5.transport is TransportKind.SSH
+    assert kpro5.chain_text() == "ssh root@10.0.0.15"
+    qwen = kpro5.services["qwen"]
+    assert qwen.engine is Engine.SGLANG
+    assert qwen.log == "/root/sglang-serve.log"
+    assert qwen.port == 30000
+    assert qwen.gpus == (0, 1)
+    assert qwen.launch is not None
+    assert qwen.launch.command[-2:] == ("--port", "30000")
+    assert dict(qwen.launch.env) == {"CUDA_VISIBLE_DEVICES": "0,1"}
+    assert config.hosts["kpro6-ct"].chain_text() == "ssh root@pve1 → pct exec 105"
+    assert config.hosts["here"].chain() == ("local",)
+
+
+def test_ssh_options_and_targets() -> None:
+    config = parse_config(
+        "hosts:\n"
+        "  a:\n"
+        "    ssh: admin@[fe80::1]:2222\n"
+        "    identity_file: ~/keys/id\n"
+        "    host_key_policy: accept-new\n"
+        "    proxy_jump: jump@bastion\n"
+        "  b:\n"
+        "    ssh: gpu7\n"
+        "    user: ops\n"
+        "    port: 2200\n"
+    )
+    a, b = config.hosts["a"], config.hosts["b"]
+    assert a.ssh is not None and b.ssh is not None
+    assert (a.ssh.host, a.ssh.port, a.ssh.user) == ("fe80::1", 2222, "admin")
+    assert a.ssh.identity_file == str(Path("~/keys/id").expanduser())
+    assert a.ssh.host_key_policy is HostKeyPolicy.ACCEPT_NEW
+    assert a.chain() == ("ssh jump@bastion", "ssh admin@[fe80::1]:2222")
+    assert (b.ssh.host, b.ssh.port, b.ssh.user) == ("gpu7", 2200, "ops")
+    assert b.ssh.host_key_policy is HostKeyPolicy.STRICT
+
+
+def test_numbers_in_argv_and_env_keep_their_text() -> None:
+    config = parse_config(
+        "hosts:\n  h:\n    local: true\n    services:\n      s:\n        log: /l\n"
+        "        launch:\n          command: [python3, --tp, 8, --mem, 0.90]\n"
+        "          env: {OMP_NUM_THREADS: 8}\n"
+    )
+    launch = config.hosts["h"].services["s"].launch
+    assert launch is not None
+    assert launch.command == ("python3", "--tp", "8", "--mem", "0.90")
+    assert dict(launch.env) == {"OMP_NUM_THREADS": "8"}
+
+
+SERVICE = "hosts:\n  a:\n    local: true\n    services:\n      s:\n        log: /l\n"
+
+# Each case: hosts.yaml text, then the exact line the user must see.
+MISTAKES = [
+    pytest.param(
+        "hosts:\n  a:\n    ssh: root@x\n   services: {}\n",
+        "{path}:4: YAML syntax error:",
+        id="yaml-syntax",
+    ),
+    pytest.param(
+        "hosts:\n  a:\n    ssh: root@x\n    servces: {}\n",
+        "{path}:4: hosts.a.servces: unknown key (did you mean 'services'?)",
+        id="unknown-key",
+    ),
+    pytest.param(
+        SERVICE + "        engnie: vllm\n",
+        "{path}:7: hosts.a.services.s.engnie: unknown key (did you mean 'engine'?)",
+        id="unknown-service-key",
+    ),
+    pytest.param(
+        SERVICE + "        port: high\n",
+        "{path}:7: hosts.a.services.s.port: must be a whole number, not 'high'",
+        id="wrong-type-port",
+    ),
+    pytest.param(
+        SERVICE + "        gpus: 0\n",
+        "{path}:7: hosts.a.services.s.gpus: must be a list, not int '0'",
+        id="wrong-type-gpus",
+    ),
+    pytest.param(
+        "hosts:\n  a:\n    local: true\n    services:\n      s:\n        engine: sglang\n",
+        "{path}:6: hosts.a.services.s.log: missing required key (the server's log file)",
+        id="missing-log",
+    ),
+    pytest.param(
+        "hosts:\n  a:\n    local: true\n    services:\n      s: {log: relative.log}\n",
+        "{path}:5: hosts.a.services.s.log: must be an absolute path on the host, "
+        "not 'relative.log'",
+        id="relative-log",
+    ),
+    pytest.param(
+        "hosts:\n  a:\n    ssh: root@x\n    pct: {node: root@pve, vmid: 105}\n",
+        "{path}:4: hosts.a.pct: a host has one transport, but this one has ssh and pct",
+        id="two-transports",
+    ),
+    pytest.param(
+        "hosts:\n  a:\n    services: {}\n",
+        "{path}:3: hosts.a: says neither ssh:, pct: nor local: true (how to reach it?)",
+        id="no-transport",
+    ),
+    pytest.param(
+        "hosts:\n  a:\n    pct: {node: root@pve, vmid: 12}\n",
+        "{path}:3: hosts.a.pct.vmid: must be between 100 and 999999999, not 12",
+        id="bad-vmid",
+    ),
+    pytest.param(
+        "hosts:\n  a:\n    local: true\n  a:\n    local: true\n",
+        "{path}:4: hosts.a: repeated key (first given on line 2)",
+        id="duplicate-host",
+    ),
+    pytest.param(
+        "hosts:\n  a:\n    local: true\n    services:\n      s:\n        log: /l\n"
+        "        launch: {command: python3 -m sglang.launch_server}\n",
+        "{path}:7: hosts.a.services.s.launch.command: must be a list (argv)",
+        id="command-as-string",
+    ),
+    pytest.param(
+        "hosts:\n  a:\n    ssh: root@x\n    host_key_policy: accept-all\n",
+        "{path}:4: hosts.a.host_key_policy: must be one of strict, accept-new, not 'accept-all'",
+        id="bad-policy",
+    ),
+    pytest.param(
+        "hosts:\n  a:\n    ssh: root@x:22\n    port: 2222\n",
+        "{path}:4: hosts.a.port: is 2222 but hosts.a.ssh says 22",
+        id="port-conflict",
+    ),
+    pytest.param(
+        "hosts:\n  a:\n    local: true\n    services:\n      s: {log: /l, match: '(unclosed'}\n",
+        "{path}:5: hosts.a.services.s.match: not a valid regular expression",
+        id="bad-regex",
+    ),
+    pytest.param("", "{path}:1: hosts: the file is empty", id="empty-file"),
+    pytest.param(
+        "hots:\n  a: {}\n",
+        "{path}:1: hots: unknown key (did you mean 'hosts'?)",
+        id="top-level-typo",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), MISTAKES)
+def test_each_mistake_is_one_line_with_file_line_key_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, expected: str
+) -> None:
+    path = tmp_path / "hosts.yaml"
+    path.write_text(text)
+    status = main(["hosts", "--config", str(path)])
+    captured = capsys.readouterr()
+    assert status == 2
+    assert captured.out == ""
+    err_lines = captured.err.strip().splitlines()
+    assert len(err_lines) == 1, captured.err
+    assert err_lines[0].startswith("babysit: " + expected.format(path=path)), err_lines[0]
+    assert "Traceback" not in captured.err
+
+
+def test_unknown_host_name_suggests_the_closest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "hosts.yaml"
+    path.write_text("hosts:\n  kpro5:\n    local: true\n  b200:\n    local: true\n")
+    status = main(["check", "kpro", "--config", str(path)])
+    err = capsys.readouterr().err.strip()
+    assert status == 2
+    assert err == (
+        f"babysit: {path}:1: hosts: no host 'kpro' (did you mean 'kpro5'?); "
+        "hosts in this file: kpro5, b200"
+    )
+
+
+def test_config_error_from_the_installed_command_has_no_traceback(tmp_path: Path) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text("hosts:\n  a:\n    ssh: [not, a, string]\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "tui", "hosts", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"babysit: {path}:3: hosts.a.ssh: must be a string, not a list"
+    assert "Traceback" not in result.stderr
+
+
+def test_config_search_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    user_config = home / ".config" / "babysit" / "hosts.yaml"
+    user_config.parent.mkdir(parents=True)
+    user_config.write_text("hosts: {}\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("BABYSIT_CONFIG", raising=False)
+    assert find_config(cwd=work) == user_config
+    (work / "hosts.yaml").write_text("hosts: {}\n")
+    assert find_config(cwd=work) == work / "hosts.yaml"
+    env_config = tmp_path / "env.yaml"
+    env_config.write_text("hosts: {}\n")
+    monkeypatch.setenv("BABYSIT_CONFIG", str(env_config))
+    assert find_config(cwd=work) == env_config
+    explicit = tmp_path / "explicit.yaml"
+    explicit.write_text("hosts: {}\n")
+    assert find_config(str(explicit), cwd=work) == explicit
+    with pytest.raises(ConfigError, match="no such file \\(given with --config\\)"):
+        find_config(str(tmp_path / "nope.yaml"))
+    monkeypatch.setenv("BABYSIT_CONFIG", str(tmp_path / "gone.yaml"))
+    with pytest.raises(ConfigError, match=r"named by \$BABYSIT_CONFIG"):
+        find_config(cwd=work)
+
+
+def test_no_config_anywhere_says_where_it_looked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("BABYSIT_CONFIG", raising=False)
+    with pytest.raises(ConfigError, match=r"no hosts.yaml found \(looked in .*pass --config"):
+        find_config(cwd=tmp_path)
+
+
+yaml_scalars = st.one_of(
+    st.integers(), st.booleans(), st.none(), st.text(max_size=12), st.floats(allow_nan=False)
+)
+yaml_values = st.recursive(
+    yaml_scalars,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "ssh",
+                    "pct",
+                    "local",
+                    "services",
+                    "log",
+                    "port",
+                    "gpus",
+                    "launch",
+                    "command",
+                    "env",
+                    "node",
+                    "vmid",
+                    "engine",
+                    "user",
+                    "x",
+                ]
+            ),
+            inner,
+            max_size=4,
+        )
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(min_size=1, max_size=8), yaml_values, max_size=3))
+def test_any_document_either_parses_or_raises_config_error(hosts: dict[str, object]) -> None:
+    import yaml
+
+    text = yaml.safe_dump({"hosts": hosts})
+    try:
+        parse_config(text, "fuzz.yaml")
+    except ConfigError as error:
+        assert error.message.startswith("fuzz.yaml")
+        assert "\n" not in error.message.split(": ", 2)[1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=200))
+def test_any_text_either_parses_or_raises_config_error(text: str) -> None:
+    try:
+        parse_config(text, "fuzz.yaml")
+    except ConfigError as error:
+        assert error.message.startswith("fuzz.yaml")

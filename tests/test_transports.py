@@ -1,0 +1,191 @@
+"""The three transports behave the same: argv byte-for-byte, status, stdin, timeouts, streams.
+
+Every "remote" here is real: local subprocesses, OpenSSH's sshd on 127.0.0.1, and
+the pct stand-in on that sshd's PATH. Because all three end on this machine, the
+tests can look at /proc to see that ended commands are really gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import psutil
+import pytest
+from support.sshd import Sshd
+
+from tui.config import parse_config
+from tui.errors import CommandTimeout
+from tui.remote import SshLinks, Transport, open_transport
+
+VMID = 105
+
+# Arguments that break naive quoting somewhere between here and the remote argv.
+NASTY_ARGS = [
+    "with space",
+    "single ' quote",
+    'double " quote',
+    "$HOME",
+    "${PATH}",
+    "`id`",
+    "$(echo injected)",
+    "a;b && c | d",
+    "line1\nline2\n",
+    "tab\there",
+    "back\\slash",
+    "ünïcødé ✓ 日本",
+    "*",
+    "~",
+    "",
+    "--",
+    "-n",
+    "'",
+    '"',
+    "!event",
+    "#not a comment",
+]
+
+
+def _transport_kinds() -> list[str]:
+    return ["local", "ssh", "pct"]
+
+
+@pytest.fixture(params=_transport_kinds())
+async def transport(
+    request: pytest.FixtureRequest, sshd: Sshd, tmp_path: Path
+) -> AsyncIterator[Transport]:
+    kind = request.param
+    sshd.add_container(VMID)
+    text = "hosts:\n" + "".join(
+        "  " + line + "\n"
+        for line in (
+            "here:\n  local: true\n" + sshd.host_yaml("viassh") + sshd.pct_host_yaml("viapct", VMID)
+        ).splitlines()
+    )
+    config = parse_config(text)
+    links = SshLinks()
+    name = {"local": "here", "ssh": "viassh", "pct": "viapct"}[kind]
+    try:
+        yield open_transport(config.hosts[name], links)
+    finally:
+        await links.close()
+
+
+def _marker() -> str:
+    return f"babysit-test-{uuid.uuid4().hex[:12]}"
+
+
+def _processes_with(marker: str) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmdline = proc.info.get("cmdline") or []
+        if any(marker in part for part in cmdline):
+            found.append(proc)
+    return found
+
+
+async def _gone(marker: str, within: float = 5.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if not _processes_with(marker):
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
+async def test_arguments_arrive_byte_for_byte(transport: Transport) -> None:
+    result = await transport.run(["printf", "%s\\0", *NASTY_ARGS], timeout=20)
+    assert result.exit_status == 0, result.stderr
+    expected = b"".join(arg.encode() + b"\0" for arg in NASTY_ARGS)
+    assert result.stdout == expected
+
+
+async def test_argv_is_never_reparsed_by_a_shell(transport: Transport, tmp_path: Path) -> None:
+    # If any hop re-joined the argv into shell text, this would create the file.
+    victim = tmp_path / "pwned"
+    result = await transport.run(["echo", f"x; touch {victim}"], timeout=20)
+    assert result.stdout == f"x; touch {victim}\n".encode()
+    assert not victim.exists()
+
+
+async def test_exit_status_stdout_stderr_and_stdin(transport: Transport) -> None:
+    result = await transport.run(["sh", "-c", "echo out; echo err >&2; exit 3"], timeout=20)
+    assert (result.exit_status, result.stdout, result.stderr) == (3, b"out\n", b"err\n")
+    assert not result.ok
+    data = b"line one\n\x00binary\xff\nlast line without newline"
+    echoed = await transport.run(["cat"], timeout=20, stdin=data)
+    assert echoed.ok and echoed.stdout == data
+    empty = await transport.run(["cat"], timeout=20, stdin=b"")
+    assert empty.ok and empty.stdout == b""
+
+
+async def test_missing_command_is_exit_127_not_an_error(transport: Transport) -> None:
+    result = await transport.run(["no-such-command-babysit"], timeout=20)
+    assert result.exit_status == 127
+    assert b"no-such-command-babysit" in result.stderr
+
+
+async def test_timeout_ends_the_remote_command(transport: Transport) -> None:
+    marker = _marker()
+    started = time.monotonic()
+    with pytest.raises(CommandTimeout, match=r"did not finish within 0\.5 s and was ended"):
+        await transport.run(["sh", "-c", f"exec sleep 30 # {marker}", marker], timeout=0.5)
+    assert time.monotonic() - started < 10
+    assert await _gone(marker), "the timed-out command is still running"
+
+
+async def test_stream_yields_output_and_leaving_it_ends_the_command(transport: Transport) -> None:
+    marker = _marker()
+    script = 'i=0; while :; do echo "$i"; i=$((i+1)); sleep 0.02; done'
+    received = b""
+    async with transport.stream(["sh", "-c", script, marker]) as process:
+        async for chunk in process.chunks():
+            received += chunk
+            if received.count(b"\n") >= 20:
+                break
+        assert _processes_with(marker), "the streamed command should be running"
+    numbers = [int(n) for n in received.split(b"\n")[:20]]
+    assert numbers == list(range(20))
+    assert await _gone(marker), "leaving the stream did not end the command"
+
+
+async def test_cancelling_a_stream_reader_ends_the_command(transport: Transport) -> None:
+    marker = _marker()
+    started = asyncio.Event()
+
+    async def follow() -> None:
+        async with transport.stream(
+            ["sh", "-c", "while :; do echo tick; sleep 0.05; done", marker]
+        ) as process:
+            async for _chunk in process.chunks():
+                started.set()
+
+    task = asyncio.create_task(follow())
+    await asyncio.wait_for(started.wait(), 10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await _gone(marker), "cancelling did not end the remote command"
+
+
+async def test_stream_with_stdin_is_a_conversation(transport: Transport) -> None:
+    async with transport.stream(["cat"], stdin=True) as process:
+        chunks = process.chunks()
+        await process.write(b"ping\n")
+        assert await anext(chunks) == b"ping\n"
+        await process.write(b"second\n")
+        assert await anext(chunks) == b"second\n"
+        await process.close_stdin()
+        assert [c async for c in chunks] == []
+        assert await process.wait() == 0
+
+
+async def test_stream_reports_exit_status_and_stderr(transport: Transport) -> None:
+    async with transport.stream(["sh", "-c", "echo a; echo oops >&2; exit 4"]) as process:
+        out = b"".join([c async for c in process.chunks()])
+        err = await process.read_stderr()
+        status = await process.wait()
+    assert (out, err, status) == (b"a\n", b"oops\n", 4)

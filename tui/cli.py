@@ -1,0 +1,109 @@
+"""The `babysit` command line: parse, dispatch to one verb, turn errors into exit codes.
+
+Each verb lives in its own module and returns an exit status; this module is the
+one boundary where a :class:`~tui.errors.BabysitError` becomes a message on
+stderr (or a JSON envelope with ``--json``) and an exit status. Nothing else
+prints tracebacks for expected failures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+
+from tui import __version__
+from tui.errors import BabysitError, UsageError
+
+#: verb -> (one-line help, module path of its ``configure``/``run`` pair)
+VERBS: dict[str, tuple[str, str]] = {
+    "hosts": ("list hosts, services and how each host is reached", "tui.commands.hosts"),
+    "check": ("connect to a host and report what babysit needs there", "tui.commands.check"),
+    "sim": ("run a simulated SGLang/vLLM server or nvidia-smi (tests, demo)", "tui.sim.cli"),
+}
+
+#: Verbs that take their own raw argv (they parse it themselves).
+RAW_VERBS = {"sim"}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="babysit",
+        description=(
+            "Watch and guard LLM inference servers. Every fact shown carries the run, "
+            "file, inode and age it came from."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"babysit {__version__}")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB", title="verbs")
+    for verb, (help_text, module_path) in VERBS.items():
+        if verb in RAW_VERBS:
+            sub.add_parser(verb, help=help_text, add_help=False)
+            continue
+        verb_parser = sub.add_parser(verb, help=help_text, description=help_text)
+        _load(module_path).configure(verb_parser)
+    return parser
+
+
+def _load(module_path: str):
+    import importlib
+
+    return importlib.import_module(module_path)
+
+
+def add_config_option(parser: argparse.ArgumentParser) -> None:
+    """The ``--config`` option every verb that reads hosts.yaml shares."""
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="hosts.yaml to use (default: $BABYSIT_CONFIG, ./hosts.yaml, "
+        "~/.config/babysit/hosts.yaml)",
+    )
+
+
+def add_json_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print a versioned JSON document")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list and args_list[0] in RAW_VERBS:
+        verb = args_list[0]
+        return _guarded(lambda: _load(VERBS[verb][1]).main(args_list[1:]), json_out=False)
+
+    parser = build_parser()
+    if not args_list:
+        parser.print_help()
+        return 0
+    if not args_list[0].startswith("-") and args_list[0] not in VERBS:
+        parser.print_usage(sys.stderr)
+        print(
+            f"babysit: error: unknown verb {args_list[0]!r}; verbs are {', '.join(VERBS)}",
+            file=sys.stderr,
+        )
+        return 2
+    args = parser.parse_args(args_list)
+    module = _load(VERBS[args.verb][1])
+    return _guarded(lambda: module.run(args), json_out=getattr(args, "json", False))
+
+
+def _guarded(call: Callable[[], int], *, json_out: bool) -> int:
+    """Run one verb; expected failures become one plain line (or JSON) and an exit status."""
+    try:
+        return call()
+    except BabysitError as error:
+        report_error(error, json_out=json_out)
+        return error.exit_status
+    except KeyboardInterrupt:
+        print("babysit: interrupted", file=sys.stderr)
+        return 130
+
+
+def report_error(error: BabysitError, *, json_out: bool) -> None:
+    if json_out:
+        print(json.dumps({"schema": 1, "ok": False, "error": error.to_json()}))
+    print(f"babysit: {error.message}", file=sys.stderr)
+
+
+__all__ = ["UsageError", "add_config_option", "add_json_option", "main"]

@@ -1,0 +1,274 @@
+"""`babysit check HOST`: connect through the chain and report what babysit needs there.
+
+One round trip collects the remote user, kernel, python3 (the agent needs
+python3 >= 3.6 on the host), whether nvidia-smi answers, and whether each
+service's log exists; a few empty commands then measure the round trip.
+Exit status 0 when all is well, 1 when something babysit needs is missing,
+2 for a config or usage mistake, 3 when the host cannot be reached.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+
+from tui.cli import add_config_option, add_json_option
+from tui.config import Host, load_config
+from tui.core.sanitize import printable
+from tui.errors import TransportError
+
+#: The agent that later issues send to hosts is written for this python3 and newer.
+MIN_PYTHON = (3, 6)
+PROBE_TIMEOUT = 30.0
+ROUND_TRIPS = 3
+
+# Runs on the host under /bin/sh; log paths arrive as "$@", never spliced into the text.
+# Output is key NUL value NUL pairs, so no value (a path with a newline, say) can break it.
+PROBE_SCRIPT = r"""
+emit() { printf '%s\0%s\0' "$1" "$2"; }
+emit user "$(id -un 2>/dev/null || id -u)"
+emit kernel "$(uname -sr)"
+emit hostname "$(uname -n)"
+if p=$(command -v python3 2>/dev/null); then
+  emit python3 "$p"
+  emit python3_version "$(python3 -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])' 2>&1)"
+fi
+if p=$(command -v nvidia-smi 2>/dev/null); then
+  emit nvidia_smi "$p"
+  t=""; command -v timeout >/dev/null 2>&1 && t="timeout 10"
+  out=$($t nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader 2>&1)
+  emit nvidia_status "$?"
+  emit nvidia_out "$out"
+fi
+for f in "$@"; do
+  if [ -e "$f" ]; then
+    emit log "$f"
+    emit log_stat "$(stat -L -c '%s %Y %i' -- "$f" 2>&1)"
+  else
+    emit log_missing "$f"
+  fi
+done
+"""
+
+
+@dataclass
+class LogCheck:
+    service: str
+    path: str
+    exists: bool
+    size: int | None = None
+    mtime: str | None = None
+    inode: int | None = None
+
+
+@dataclass
+class CheckReport:
+    host: str
+    chain: list[str]
+    checked_at: str
+    connect_seconds: float
+    round_trip_ms: float
+    user: str
+    kernel: str
+    hostname: str
+    python3: dict[str, object]
+    nvidia_smi: dict[str, object]
+    logs: list[LogCheck] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_json(self) -> dict[str, object]:
+        data = asdict(self)
+        return {"schema": 1, "ok": self.ok, **data}
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("host", metavar="HOST", help="a host name from hosts.yaml")
+    add_config_option(parser)
+    add_json_option(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    host = config.host(args.host)
+    report = asyncio.run(check_host(host))
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        print(render(report), end="")
+    return 0 if report.ok else 1
+
+
+async def check_host(host: Host) -> CheckReport:
+    from tui.remote import SshLinks, open_transport
+
+    links = SshLinks()
+    transport = open_transport(host, links)
+    try:
+        started = time.monotonic()
+        services = list(host.services.values())
+        probe = await transport.run(
+            ["sh", "-c", PROBE_SCRIPT, "babysit-check", *(s.log for s in services)],
+            timeout=PROBE_TIMEOUT,
+        )
+        connect_seconds = time.monotonic() - started
+        if not probe.ok:
+            raise TransportError(
+                f"{transport.chain_text}: the check script failed "
+                f"(exit {probe.exit_status}): {probe.stderr_line() or 'no message'}"
+            )
+        samples = []
+        for _ in range(ROUND_TRIPS):
+            t0 = time.monotonic()
+            await transport.run(["true"], timeout=PROBE_TIMEOUT)
+            samples.append((time.monotonic() - t0) * 1000)
+    finally:
+        await links.close()
+    return build_report(host, _pairs(probe.stdout), connect_seconds, statistics.median(samples))
+
+
+def _pairs(raw: bytes) -> list[tuple[str, str]]:
+    fields = raw.split(b"\0")
+    return [
+        (fields[i].decode("utf-8", "replace"), fields[i + 1].decode("utf-8", "replace"))
+        for i in range(0, len(fields) - 1, 2)
+    ]
+
+
+def build_report(
+    host: Host, pairs: list[tuple[str, str]], connect_seconds: float, round_trip_ms: float
+) -> CheckReport:
+    values = dict(pairs)
+    problems: list[str] = []
+
+    python3: dict[str, object] = {"path": values.get("python3"), "version": None, "ok": False}
+    if "python3" not in values:
+        problems.append(
+            f"python3 not found on {host.name}; babysit runs a small python3 (>= 3.6) "
+            "helper there: install python3"
+        )
+    else:
+        version_text = values.get("python3_version", "").strip()
+        python3["version"] = version_text
+        try:
+            version = tuple(int(part) for part in version_text.split(".")[:2])
+        except ValueError:
+            version = ()
+        if len(version) == 2 and version >= MIN_PYTHON:
+            python3["ok"] = True
+        else:
+            problems.append(
+                f"python3 at {values['python3']} is {version_text or 'unusable'}; babysit "
+                f"needs {MIN_PYTHON[0]}.{MIN_PYTHON[1]} or newer"
+            )
+
+    nvidia: dict[str, object] = {
+        "path": values.get("nvidia_smi"),
+        "ok": False,
+        "gpus": [],
+        "error": None,
+    }
+    if "nvidia_smi" in values:
+        output = values.get("nvidia_out", "").strip()
+        if values.get("nvidia_status") == "0":
+            nvidia["ok"] = True
+            nvidia["gpus"] = [line.strip() for line in output.splitlines() if line.strip()]
+        else:
+            nvidia["error"] = output.splitlines()[-1] if output else "no output"
+
+    # One record per log path, in the order the paths were given (one per service).
+    records: list[tuple[bool, str]] = []
+    stat_text: str | None = None
+    for key, value in pairs:
+        if key == "log_missing":
+            records.append((False, ""))
+        elif key == "log":
+            stat_text = ""
+        elif key == "log_stat" and stat_text is not None:
+            records.append((True, value))
+            stat_text = None
+    logs: list[LogCheck] = []
+    for service, (exists, stat_value) in zip(host.services.values(), records, strict=False):
+        check = LogCheck(service.name, service.log, exists=exists)
+        parts = stat_value.split()
+        if len(parts) == 3 and all(p.isdigit() for p in parts):
+            check.size = int(parts[0])
+            check.mtime = datetime.fromtimestamp(int(parts[1]), timezone.utc).isoformat()
+            check.inode = int(parts[2])
+        if not exists:
+            problems.append(f"{service.name}: log {service.log} does not exist on {host.name}")
+        logs.append(check)
+
+    return CheckReport(
+        host=host.name,
+        chain=list(host.chain()),
+        checked_at=datetime.now(timezone.utc).astimezone().isoformat(timespec="seconds"),
+        connect_seconds=round(connect_seconds, 3),
+        round_trip_ms=round(round_trip_ms, 2),
+        user=values.get("user", "?"),
+        kernel=values.get("kernel", "?"),
+        hostname=values.get("hostname", "?"),
+        python3=python3,
+        nvidia_smi=nvidia,
+        logs=logs,
+        problems=problems,
+    )
+
+
+def _size(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.2f} {unit}"
+        value /= 1024
+    return f"{n} B"
+
+
+def render(report: CheckReport) -> str:
+    lines = [
+        f"{report.host}: {' → '.join(report.chain)}",
+        f"  connected   first answer in {report.connect_seconds:.2f} s · "
+        f"round trip {report.round_trip_ms:.1f} ms (median of {ROUND_TRIPS})",
+        f"  user        {report.user} on {report.hostname}",
+        f"  kernel      {report.kernel}",
+    ]
+    py = report.python3
+    if py["path"] is None:
+        lines.append("  python3     NOT FOUND (needed, >= 3.6)")
+    else:
+        mark = "ok" if py["ok"] else f"TOO OLD (needs >= {MIN_PYTHON[0]}.{MIN_PYTHON[1]})"
+        lines.append(f"  python3     {py['version']} ({py['path']}) {mark}")
+    nv = report.nvidia_smi
+    if nv["path"] is None:
+        lines.append("  nvidia-smi  not found (no GPU telemetry on this host)")
+    elif nv["ok"]:
+        gpus = list(nv["gpus"])  # type: ignore[call-overload]
+        lines.append(f"  nvidia-smi  answers: {len(gpus)} GPU(s)")
+        lines.extend(f"              {printable(gpu)}" for gpu in gpus)
+    else:
+        lines.append(f"  nvidia-smi  does not answer: {printable(str(nv['error']))}")
+    if report.logs:
+        lines.append("  logs")
+        for log in report.logs:
+            if log.exists:
+                size = _size(log.size) if log.size is not None else "?"
+                lines.append(
+                    f"    {log.service}: {printable(log.path)} exists ({size}, inode {log.inode}, "
+                    f"modified {log.mtime})"
+                )
+            else:
+                lines.append(f"    {log.service}: {printable(log.path)} MISSING")
+    if report.ok:
+        lines.append("all good")
+    else:
+        lines.append(f"{len(report.problems)} problem(s):")
+        lines.extend(f"  - {printable(problem)}" for problem in report.problems)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,74 @@
+"""`babysit hosts`: list hosts, their services and how each host is reached."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from tui.cli import add_config_option, add_json_option
+from tui.config import Config, load_config
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_config_option(parser)
+    add_json_option(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    if args.json:
+        print(json.dumps(to_json(config), indent=2))
+    else:
+        print(render(config), end="")
+    return 0
+
+
+def to_json(config: Config) -> dict[str, object]:
+    return {
+        "schema": 1,
+        "config": config.path,
+        "hosts": [
+            {
+                "name": host.name,
+                "transport": host.transport.value,
+                "chain": list(host.chain()),
+                "services": [
+                    {
+                        "name": service.name,
+                        "engine": service.engine.value,
+                        "log": service.log,
+                        "port": service.port,
+                        "gpus": list(service.gpus),
+                        "launch": None
+                        if service.launch is None
+                        else {
+                            "command": list(service.launch.command),
+                            "cwd": service.launch.cwd,
+                            "env": dict(service.launch.env),
+                        },
+                    }
+                    for service in host.services.values()
+                ],
+            }
+            for host in config.hosts.values()
+        ],
+    }
+
+
+def render(config: Config) -> str:
+    lines = [f"{config.path}: {len(config.hosts)} host(s)"]
+    if not config.hosts:
+        lines.append("  (no hosts yet: add one under 'hosts:')")
+    width = max((len(name) for name in config.hosts), default=0)
+    for host in config.hosts.values():
+        lines.append(f"  {host.name:<{width}}  {host.chain_text()}")
+        if not host.services:
+            lines.append(f"  {'':<{width}}    no services")
+        for service in host.services.values():
+            details = [service.engine.value]
+            if service.port:
+                details.append(f"port {service.port}")
+            if service.gpus:
+                details.append("gpus " + ",".join(str(g) for g in service.gpus))
+            lines.append(f"  {'':<{width}}    {service.name}: {service.log} ({', '.join(details)})")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,599 @@
+"""hosts.yaml: where the hosts are, how to reach them, and what runs on them.
+
+The file is read once into frozen dataclasses. Every mistake becomes one
+:class:`~tui.errors.ConfigError` line naming the file, the line and the key
+(``hosts.yaml:12: hosts.kpro5.servces: unknown key (did you mean 'services'?)``),
+so the person who wrote the file can fix it without reading code.
+
+The validator walks PyYAML's node tree rather than the loaded Python objects,
+because only nodes remember their line numbers, and because duplicate keys —
+which ``yaml.safe_load`` silently resolves to the last one — must be an error.
+"""
+
+from __future__ import annotations
+
+import difflib
+import enum
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+
+import yaml
+
+from tui.core.sanitize import printable
+from tui.errors import ConfigError, UsageError
+
+CONFIG_ENV = "BABYSIT_CONFIG"
+DEFAULT_CONNECT_TIMEOUT = 10.0
+DEFAULT_KEEPALIVE_INTERVAL = 15.0
+
+
+class Engine(enum.Enum):
+    SGLANG = "sglang"
+    VLLM = "vllm"
+    GENERIC = "generic"
+
+
+class HostKeyPolicy(enum.Enum):
+    """What to do with a host key that known_hosts does not list. Mirrors OpenSSH."""
+
+    #: Refuse, and tell the user how to add the key (OpenSSH ``StrictHostKeyChecking yes``).
+    STRICT = "strict"
+    #: Record a key for a host known_hosts has never seen; still refuse a changed key.
+    ACCEPT_NEW = "accept-new"
+
+
+class TransportKind(enum.Enum):
+    LOCAL = "local"
+    SSH = "ssh"
+    PCT = "pct"
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where in which file a value was written."""
+
+    path: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+@dataclass(frozen=True)
+class SshEndpoint:
+    """One SSH server to connect to, with everything needed to connect.
+
+    ``None`` fields are left to ``~/.ssh/config`` and OpenSSH's defaults, as they
+    would be for the ``ssh`` command. Two hosts with equal endpoints share one
+    connection (e.g. a Proxmox node and the containers reached through it).
+    """
+
+    host: str
+    port: int | None = None
+    user: str | None = None
+    identity_file: str | None = None
+    known_hosts: str | None = None
+    proxy_jump: str | None = None
+    host_key_policy: HostKeyPolicy = HostKeyPolicy.STRICT
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    keepalive_interval: float = DEFAULT_KEEPALIVE_INTERVAL
+
+    def __str__(self) -> str:
+        user = f"{self.user}@" if self.user else ""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        port = f":{self.port}" if self.port else ""
+        return f"{user}{host}{port}"
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """How babysit starts a service: an argv list (never a shell string), cwd and env."""
+
+    command: tuple[str, ...]
+    cwd: str | None = None
+    env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True)
+class Service:
+    """One inference server on one host. ``log`` is an absolute path on that host."""
+
+    name: str
+    host: str
+    engine: Engine
+    log: str
+    source: Source
+    port: int | None = None
+    gpus: tuple[int, ...] = ()
+    launch: LaunchSpec | None = None
+    #: A regular expression matched against a process's command line, to recognise
+    #: runs started by hand. Never a bare name.
+    match: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.host}/{self.name}"
+
+
+@dataclass(frozen=True)
+class Host:
+    """A machine babysit can run commands on, and how it gets there.
+
+    Invariant: ``ssh`` is set exactly when ``transport`` is SSH or PCT (for PCT it
+    is the Proxmox node); ``vmid`` is set exactly when ``transport`` is PCT.
+    """
+
+    name: str
+    transport: TransportKind
+    source: Source
+    services: Mapping[str, Service]
+    ssh: SshEndpoint | None = None
+    vmid: int | None = None
+
+    def chain(self) -> tuple[str, ...]:
+        """Each hop on the way to the host, e.g. ``("ssh root@pve1", "pct exec 105")``."""
+        if self.transport is TransportKind.LOCAL:
+            return ("local",)
+        hops = []
+        if self.ssh and self.ssh.proxy_jump:
+            hops.append(f"ssh {self.ssh.proxy_jump}")
+        hops.append(f"ssh {self.ssh}")
+        if self.transport is TransportKind.PCT:
+            hops.append(f"pct exec {self.vmid}")
+        return tuple(hops)
+
+    def chain_text(self) -> str:
+        return " → ".join(self.chain())
+
+
+@dataclass(frozen=True)
+class Config:
+    path: str
+    hosts: Mapping[str, Host]
+    source: Source
+
+    def host(self, name: str) -> Host:
+        """The host called ``name``, or a UsageError that suggests the closest name."""
+        try:
+            return self.hosts[name]
+        except KeyError:
+            known = ", ".join(self.hosts) or "none"
+            raise UsageError(
+                f"{self.source}: hosts: no host {name!r}{_suggest(name, self.hosts)}; "
+                f"hosts in this file: {known}"
+            ) from None
+
+    def service(self, spec: str) -> tuple[Host, Service | None]:
+        """Resolve ``HOST`` or ``HOST/SERVICE``."""
+        host_name, _, service_name = spec.partition("/")
+        host = self.host(host_name)
+        if not service_name:
+            return host, None
+        try:
+            return host, host.services[service_name]
+        except KeyError:
+            known = ", ".join(host.services) or "none"
+            raise UsageError(
+                f"{host.source}: hosts.{host.name}.services: no service {service_name!r}"
+                f"{_suggest(service_name, host.services)}; services on {host.name}: {known}"
+            ) from None
+
+
+# --------------------------------------------------------------------------- finding
+
+
+def find_config(explicit: str | None = None, *, cwd: Path | None = None) -> Path:
+    """The hosts.yaml to use: ``--config``, then $BABYSIT_CONFIG, ./hosts.yaml, ~/.config."""
+    if explicit:
+        path = Path(explicit).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"{explicit}: no such file (given with --config)")
+        return path
+    env = os.environ.get(CONFIG_ENV)
+    if env:
+        path = Path(env).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"{env}: no such file (named by ${CONFIG_ENV})")
+        return path
+    candidates = [
+        (cwd or Path.cwd()) / "hosts.yaml",
+        Path("~/.config/babysit/hosts.yaml").expanduser(),
+    ]
+    for path in candidates:
+        if path.is_file():
+            return path
+    looked = ", ".join(str(p) for p in candidates)
+    raise ConfigError(
+        f"no hosts.yaml found (looked in {looked}); pass --config FILE or set ${CONFIG_ENV}"
+    )
+
+
+def load_config(explicit: str | None = None) -> Config:
+    return parse_config_file(find_config(explicit))
+
+
+def parse_config_file(path: Path) -> Config:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path}: cannot read: {error}") from None
+    return parse_config(text, str(path))
+
+
+# --------------------------------------------------------------------------- parsing
+
+_HOST_KEYS = (
+    "ssh",
+    "pct",
+    "local",
+    "services",
+    "port",
+    "user",
+    "identity_file",
+    "known_hosts",
+    "proxy_jump",
+    "host_key_policy",
+    "connect_timeout",
+    "keepalive_interval",
+)
+_SSH_OPTION_KEYS = _HOST_KEYS[4:]
+_SERVICE_KEYS = ("engine", "log", "port", "gpus", "launch", "match")
+_LAUNCH_KEYS = ("command", "cwd", "env")
+_PCT_KEYS = ("node", "vmid")
+_TARGET_RE = re.compile(
+    r"^(?:(?P<user>[^@\s]+)@)?(?:\[(?P<ipv6>[0-9A-Fa-f:.]+)\]|(?P<host>[^@:\s\[\]]+))"
+    r"(?::(?P<port>\d+))?$"
+)
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+_CONSTRUCTOR = yaml.constructor.SafeConstructor()
+
+
+class _Reader:
+    """Reads typed values out of YAML nodes, raising ConfigError with file:line:key."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def source(self, node: yaml.Node) -> Source:
+        return Source(self.path, node.start_mark.line + 1)
+
+    def fail(self, node: yaml.Node, key: str, message: str) -> ConfigError:
+        return ConfigError(printable(f"{self.source(node)}: {key}: {message}"))
+
+    def mapping(
+        self, node: yaml.Node, key: str, allowed: tuple[str, ...] | None = None
+    ) -> dict[str, tuple[yaml.Node, yaml.Node]]:
+        """A mapping's entries as {name: (key node, value node)}; unknown or repeated keys fail."""
+        if not isinstance(node, yaml.MappingNode):
+            raise self.fail(node, key, f"must be a mapping, not {_describe(node)}")
+        entries: dict[str, tuple[yaml.Node, yaml.Node]] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise self.fail(key_node, key, "keys must be plain names")
+            name = str(key_node.value)
+            where = f"{key}.{name}" if key else name
+            if name in entries:
+                first = self.source(entries[name][0]).line
+                raise self.fail(key_node, where, f"repeated key (first given on line {first})")
+            if allowed is not None and name not in allowed:
+                raise self.fail(key_node, where, f"unknown key{_suggest(name, allowed)}")
+            entries[name] = (key_node, value_node)
+        return entries
+
+    def string(self, node: yaml.Node, key: str) -> str:
+        if not isinstance(node, yaml.ScalarNode) or node.tag != "tag:yaml.org,2002:str":
+            raise self.fail(node, key, f"must be a string, not {_describe(node)}")
+        if not node.value:
+            raise self.fail(node, key, "must not be empty")
+        return str(node.value)
+
+    def scalar_text(self, node: yaml.Node, key: str) -> str:
+        """A scalar's text as written (``8`` stays ``"8"``): for argv and env values."""
+        if not isinstance(node, yaml.ScalarNode) or node.tag == "tag:yaml.org,2002:null":
+            raise self.fail(node, key, f"must be a string, not {_describe(node)}")
+        return str(node.value)
+
+    def integer(self, node: yaml.Node, key: str, low: int, high: int) -> int:
+        value = self._construct(node)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(node, key, f"must be a whole number, not {_describe(node)}")
+        if not low <= value <= high:
+            raise self.fail(node, key, f"must be between {low} and {high}, not {value}")
+        return value
+
+    def number(self, node: yaml.Node, key: str, low: float, high: float) -> float:
+        value = self._construct(node)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.fail(node, key, f"must be a number of seconds, not {_describe(node)}")
+        if not low < value <= high:
+            raise self.fail(node, key, f"must be more than {low} and at most {high}")
+        return float(value)
+
+    def boolean(self, node: yaml.Node, key: str) -> bool:
+        value = self._construct(node)
+        if not isinstance(value, bool):
+            raise self.fail(node, key, f"must be true or false, not {_describe(node)}")
+        return value
+
+    def sequence(self, node: yaml.Node, key: str) -> list[yaml.Node]:
+        if not isinstance(node, yaml.SequenceNode):
+            raise self.fail(node, key, f"must be a list, not {_describe(node)}")
+        return list(node.value)
+
+    def choice(self, node: yaml.Node, key: str, enum_type: type[enum.Enum]) -> enum.Enum:
+        text = self.string(node, key)
+        names = [member.value for member in enum_type]
+        for member in enum_type:
+            if member.value == text:
+                return member
+        raise self.fail(
+            node, key, f"must be one of {', '.join(names)}, not {text!r}{_suggest(text, names)}"
+        )
+
+    def _construct(self, node: yaml.Node) -> object:
+        if not isinstance(node, yaml.ScalarNode):
+            return node
+        return _CONSTRUCTOR.construct_object(node)
+
+
+def parse_config(text: str, path: str = "hosts.yaml") -> Config:
+    """Parse and validate hosts.yaml text. Raises ConfigError naming ``path``, line and key."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        line = f":{mark.line + 1}" if mark else ""
+        problem = error.problem or error.context or "not valid YAML"
+        raise ConfigError(f"{path}{line}: YAML syntax error: {problem}") from None
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path}: YAML error: {error}") from None
+    reader = _Reader(path)
+    if root is None:
+        raise ConfigError(f"{path}:1: hosts: the file is empty; it needs a 'hosts:' mapping")
+    top = reader.mapping(root, "", allowed=("hosts",))
+    if "hosts" not in top:
+        raise reader.fail(root, "hosts", "missing required key")
+    hosts_key, hosts_node = top["hosts"]
+    hosts: dict[str, Host] = {}
+    if isinstance(hosts_node, yaml.ScalarNode) and hosts_node.tag.endswith(":null"):
+        hosts_node = yaml.MappingNode("tag:yaml.org,2002:map", [], hosts_key.start_mark)
+    for name, (key_node, value_node) in reader.mapping(hosts_node, "hosts").items():
+        hosts[name] = _parse_host(reader, name, key_node, value_node)
+    return Config(path=path, hosts=MappingProxyType(hosts), source=reader.source(hosts_key))
+
+
+def _parse_host(reader: _Reader, name: str, key_node: yaml.Node, node: yaml.Node) -> Host:
+    key = f"hosts.{name}"
+    if not _NAME_RE.match(name):
+        raise reader.fail(key_node, key, "host names use letters, digits, '.', '_' and '-'")
+    entries = reader.mapping(node, key, allowed=_HOST_KEYS)
+    given = [kind for kind in ("ssh", "pct", "local") if kind in entries]
+    if not given:
+        raise reader.fail(node, key, "says neither ssh:, pct: nor local: true (how to reach it?)")
+    if len(given) > 1:
+        second = entries[given[1]][0]
+        raise reader.fail(
+            second,
+            f"{key}.{given[1]}",
+            f"a host has one transport, but this one has {' and '.join(given)}",
+        )
+    kind = given[0]
+    source = reader.source(key_node)
+    ssh: SshEndpoint | None = None
+    vmid: int | None = None
+    if kind == "local":
+        v_node = entries["local"][1]
+        if not reader.boolean(v_node, f"{key}.local"):
+            raise reader.fail(v_node, f"{key}.local", "must be true (or remove the key)")
+        for option in _SSH_OPTION_KEYS:
+            if option in entries:
+                raise reader.fail(
+                    entries[option][0], f"{key}.{option}", "applies to ssh and pct hosts only"
+                )
+        transport = TransportKind.LOCAL
+    elif kind == "ssh":
+        ssh = _parse_endpoint(reader, entries, key, entries["ssh"][1], f"{key}.ssh")
+        transport = TransportKind.SSH
+    else:
+        pct = reader.mapping(entries["pct"][1], f"{key}.pct", allowed=_PCT_KEYS)
+        for required in _PCT_KEYS:
+            if required not in pct:
+                raise reader.fail(
+                    entries["pct"][1], f"{key}.pct.{required}", "missing required key"
+                )
+        ssh = _parse_endpoint(reader, entries, key, pct["node"][1], f"{key}.pct.node")
+        vmid = reader.integer(pct["vmid"][1], f"{key}.pct.vmid", 100, 999_999_999)
+        transport = TransportKind.PCT
+
+    services: dict[str, Service] = {}
+    if "services" in entries:
+        services_node = entries["services"][1]
+        if not (isinstance(services_node, yaml.ScalarNode) and services_node.tag.endswith(":null")):
+            for service_name, (s_key, s_node) in reader.mapping(
+                services_node, f"{key}.services"
+            ).items():
+                services[service_name] = _parse_service(reader, name, service_name, s_key, s_node)
+    return Host(
+        name=name,
+        transport=transport,
+        source=source,
+        services=MappingProxyType(services),
+        ssh=ssh,
+        vmid=vmid,
+    )
+
+
+def _parse_endpoint(
+    reader: _Reader,
+    entries: dict[str, tuple[yaml.Node, yaml.Node]],
+    host_key: str,
+    target_node: yaml.Node,
+    target_key: str,
+) -> SshEndpoint:
+    target = reader.string(target_node, target_key)
+    match = _TARGET_RE.match(target)
+    if not match:
+        raise reader.fail(target_node, target_key, f"expected user@host[:port], not {target!r}")
+    host = match["ipv6"] or match["host"]
+    user = match["user"]
+    port = int(match["port"]) if match["port"] else None
+    if port is not None and not 1 <= port <= 65535:
+        raise reader.fail(target_node, target_key, f"port must be between 1 and 65535, not {port}")
+
+    def option(name: str) -> yaml.Node | None:
+        return entries[name][1] if name in entries else None
+
+    if (node := option("port")) is not None:
+        value = reader.integer(node, f"{host_key}.port", 1, 65535)
+        if port is not None and value != port:
+            raise reader.fail(node, f"{host_key}.port", f"is {value} but {target_key} says {port}")
+        port = value
+    if (node := option("user")) is not None:
+        value_s = reader.string(node, f"{host_key}.user")
+        if user is not None and value_s != user:
+            raise reader.fail(
+                node, f"{host_key}.user", f"is {value_s!r} but {target_key} says {user!r}"
+            )
+        user = value_s
+    identity_file = known_hosts = proxy_jump = None
+    if (node := option("identity_file")) is not None:
+        identity_file = str(Path(reader.string(node, f"{host_key}.identity_file")).expanduser())
+    if (node := option("known_hosts")) is not None:
+        known_hosts = str(Path(reader.string(node, f"{host_key}.known_hosts")).expanduser())
+    if (node := option("proxy_jump")) is not None:
+        proxy_jump = reader.string(node, f"{host_key}.proxy_jump")
+        if not _TARGET_RE.match(proxy_jump):
+            raise reader.fail(node, f"{host_key}.proxy_jump", "expected user@host[:port]")
+    policy = HostKeyPolicy.STRICT
+    if (node := option("host_key_policy")) is not None:
+        policy = reader.choice(node, f"{host_key}.host_key_policy", HostKeyPolicy)  # type: ignore[assignment]
+    connect_timeout = DEFAULT_CONNECT_TIMEOUT
+    if (node := option("connect_timeout")) is not None:
+        connect_timeout = reader.number(node, f"{host_key}.connect_timeout", 0, 600)
+    keepalive = DEFAULT_KEEPALIVE_INTERVAL
+    if (node := option("keepalive_interval")) is not None:
+        keepalive = reader.number(node, f"{host_key}.keepalive_interval", 0, 3600)
+    return SshEndpoint(
+        host=host,
+        port=port,
+        user=user,
+        identity_file=identity_file,
+        known_hosts=known_hosts,
+        proxy_jump=proxy_jump,
+        host_key_policy=policy,
+        connect_timeout=connect_timeout,
+        keepalive_interval=keepalive,
+    )
+
+
+def _parse_service(
+    reader: _Reader, host: str, name: str, key_node: yaml.Node, node: yaml.Node
+) -> Service:
+    key = f"hosts.{host}.services.{name}"
+    if not _NAME_RE.match(name):
+        raise reader.fail(key_node, key, "service names use letters, digits, '.', '_' and '-'")
+    entries = reader.mapping(node, key, allowed=_SERVICE_KEYS)
+    if "log" not in entries:
+        raise reader.fail(node, f"{key}.log", "missing required key (the server's log file)")
+    log_node = entries["log"][1]
+    log = reader.string(log_node, f"{key}.log")
+    if not log.startswith("/"):
+        raise reader.fail(
+            log_node, f"{key}.log", f"must be an absolute path on the host, not {log!r}"
+        )
+    engine = Engine.GENERIC
+    if "engine" in entries:
+        engine = reader.choice(entries["engine"][1], f"{key}.engine", Engine)  # type: ignore[assignment]
+    port = None
+    if "port" in entries:
+        port = reader.integer(entries["port"][1], f"{key}.port", 1, 65535)
+    gpus: tuple[int, ...] = ()
+    if "gpus" in entries:
+        gpus = tuple(
+            reader.integer(item, f"{key}.gpus[{i}]", 0, 1023)
+            for i, item in enumerate(reader.sequence(entries["gpus"][1], f"{key}.gpus"))
+        )
+    match = None
+    if "match" in entries:
+        match_node = entries["match"][1]
+        match = reader.string(match_node, f"{key}.match")
+        try:
+            re.compile(match)
+        except re.error as error:
+            raise reader.fail(
+                match_node, f"{key}.match", f"not a valid regular expression: {error}"
+            ) from None
+    launch = None
+    if "launch" in entries:
+        launch = _parse_launch(reader, f"{key}.launch", entries["launch"][1])
+    return Service(
+        name=name,
+        host=host,
+        engine=engine,
+        log=log,
+        source=reader.source(key_node),
+        port=port,
+        gpus=gpus,
+        launch=launch,
+        match=match,
+    )
+
+
+def _parse_launch(reader: _Reader, key: str, node: yaml.Node) -> LaunchSpec:
+    entries = reader.mapping(node, key, allowed=_LAUNCH_KEYS)
+    if "command" not in entries:
+        raise reader.fail(node, f"{key}.command", "missing required key (the argv to run)")
+    command_node = entries["command"][1]
+    if isinstance(command_node, yaml.ScalarNode):
+        raise reader.fail(
+            command_node,
+            f"{key}.command",
+            "must be a list (argv), e.g. [python3, -m, sglang.launch_server, ...]; "
+            "a shell string is never split",
+        )
+    command = tuple(
+        reader.scalar_text(item, f"{key}.command[{i}]")
+        for i, item in enumerate(reader.sequence(command_node, f"{key}.command"))
+    )
+    if not command:
+        raise reader.fail(command_node, f"{key}.command", "must not be empty")
+    cwd = None
+    if "cwd" in entries:
+        cwd = reader.string(entries["cwd"][1], f"{key}.cwd")
+        if not cwd.startswith("/"):
+            raise reader.fail(
+                entries["cwd"][1], f"{key}.cwd", "must be an absolute path on the host"
+            )
+    env: dict[str, str] = {}
+    if "env" in entries:
+        for env_name, (e_key, e_node) in reader.mapping(entries["env"][1], f"{key}.env").items():
+            if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", env_name):
+                raise reader.fail(e_key, f"{key}.env.{env_name}", "not a valid variable name")
+            env[env_name] = reader.scalar_text(e_node, f"{key}.env.{env_name}")
+    return LaunchSpec(command=command, cwd=cwd, env=MappingProxyType(env))
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _suggest(word: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest choice, or nothing when none is close."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _describe(node: yaml.Node) -> str:
+    if isinstance(node, yaml.MappingNode):
+        return "a mapping"
+    if isinstance(node, yaml.SequenceNode):
+        return "a list"
+    tag = node.tag.rsplit(":", 1)[-1]
+    if tag == "null":
+        return "nothing"
+    return f"{tag} {node.value!r}" if tag != "str" else repr(node.value)

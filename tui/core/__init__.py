@@ -1,0 +1,1 @@
+"""The pure core: parsing, cursors, identity, verdicts. No textual, no asyncssh, no I/O."""
