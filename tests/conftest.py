@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 from support.sshd import Sshd, start_sshd
+
+from tui.config import parse_config
+from tui.remote import SshLinks, Transport, open_transport
+
+VMID = 105
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -32,3 +37,29 @@ def write_config(tmp_path: Path):
         return path
 
     return write
+
+
+def _transport_kinds() -> list[str]:
+    return ["local", "ssh", "pct"]
+
+
+@pytest.fixture(params=_transport_kinds())
+async def transport(
+    request: pytest.FixtureRequest, sshd: Sshd, tmp_path: Path
+) -> AsyncIterator[Transport]:
+    """The same host reached three ways: locally, over ssh, and through pct on that sshd."""
+    kind = request.param
+    sshd.add_container(VMID)
+    text = "hosts:\n" + "".join(
+        "  " + line + "\n"
+        for line in (
+            "here:\n  local: true\n" + sshd.host_yaml("viassh") + sshd.pct_host_yaml("viapct", VMID)
+        ).splitlines()
+    )
+    config = parse_config(text)
+    links = SshLinks()
+    name = {"local": "here", "ssh": "viassh", "pct": "viapct"}[kind]
+    try:
+        yield open_transport(config.hosts[name], links)
+    finally:
+        await links.close()

@@ -37,10 +37,15 @@ def test_help_lists_the_verbs_and_version_prints() -> None:
     assert version.stdout.strip() == f"babysit {__version__}"
 
 
-def test_unknown_verb_is_a_usage_error() -> None:
-    result = run_cli("chek", "kpro5")
+def test_a_mistyped_verb_is_not_taken_for_a_host() -> None:
+    result = run_cli("chek", "kpro5", "--config", "hosts.yaml")
     assert result.returncode == 2
-    assert "unknown verb 'chek'" in result.stderr
+    assert result.stderr.strip() == (
+        "babysit: no host 'chek' in hosts.yaml, and no verb 'chek' (did you mean the verb 'check'?)"
+    )
+    unknown = run_cli("kpro", "--config", "hosts.yaml")
+    assert unknown.returncode == 2
+    assert "no host 'kpro' (did you mean 'kpro5'?)" in unknown.stderr
 
 
 def test_hosts_lists_hosts_services_and_chains() -> None:

@@ -10,18 +10,13 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import psutil
 import pytest
-from support.sshd import Sshd
 
-from tui.config import parse_config
 from tui.errors import CommandTimeout
-from tui.remote import SshLinks, Transport, open_transport
-
-VMID = 105
+from tui.remote import Transport
 
 # Arguments that break naive quoting somewhere between here and the remote argv.
 NASTY_ARGS = [
@@ -47,31 +42,6 @@ NASTY_ARGS = [
     "!event",
     "#not a comment",
 ]
-
-
-def _transport_kinds() -> list[str]:
-    return ["local", "ssh", "pct"]
-
-
-@pytest.fixture(params=_transport_kinds())
-async def transport(
-    request: pytest.FixtureRequest, sshd: Sshd, tmp_path: Path
-) -> AsyncIterator[Transport]:
-    kind = request.param
-    sshd.add_container(VMID)
-    text = "hosts:\n" + "".join(
-        "  " + line + "\n"
-        for line in (
-            "here:\n  local: true\n" + sshd.host_yaml("viassh") + sshd.pct_host_yaml("viapct", VMID)
-        ).splitlines()
-    )
-    config = parse_config(text)
-    links = SshLinks()
-    name = {"local": "here", "ssh": "viassh", "pct": "viapct"}[kind]
-    try:
-        yield open_transport(config.hosts[name], links)
-    finally:
-        await links.close()
 
 
 def _marker() -> str:

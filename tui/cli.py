@@ -20,8 +20,12 @@ from tui.errors import BabysitError, UsageError
 VERBS: dict[str, tuple[str, str]] = {
     "hosts": ("list hosts, services and how each host is reached", "tui.commands.hosts"),
     "check": ("connect to a host and report what babysit needs there", "tui.commands.check"),
+    "tail": ("print and follow a service's log, anchored to inode and offset", "tui.commands.tail"),
     "sim": ("run a simulated SGLang/vLLM server or nvidia-smi (tests, demo)", "tui.sim.cli"),
 }
+
+#: ``babysit HOST [SERVICE]`` (no verb) opens the TUI; this module parses that form.
+UI_MODULE = "tui.commands.ui"
 
 #: Verbs that take their own raw argv (they parse it themselves).
 RAW_VERBS = {"sim"}
@@ -77,12 +81,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     if not args_list[0].startswith("-") and args_list[0] not in VERBS:
-        parser.print_usage(sys.stderr)
-        print(
-            f"babysit: error: unknown verb {args_list[0]!r}; verbs are {', '.join(VERBS)}",
-            file=sys.stderr,
+        ui = _load(UI_MODULE)
+        ui_parser = argparse.ArgumentParser(
+            prog="babysit", description="Open the host screen for HOST (and SERVICE)."
         )
-        return 2
+        ui.configure(ui_parser)
+        ui_args = ui_parser.parse_args(args_list)
+        return _guarded(lambda: ui.run(ui_args), json_out=False)
     args = parser.parse_args(args_list)
     module = _load(VERBS[args.verb][1])
     return _guarded(lambda: module.run(args), json_out=getattr(args, "json", False))

@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from tui.cli import add_config_option, add_json_option
 from tui.config import Host, load_config
 from tui.core.sanitize import printable
+from tui.core.units import human_size
 from tui.errors import TransportError
 
 #: The agent that later issues send to hosts is written for this python3 and newer.
@@ -223,15 +224,6 @@ def build_report(
     )
 
 
-def _size(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.2f} {unit}"
-        value /= 1024
-    return f"{n} B"
-
-
 def render(report: CheckReport) -> str:
     lines = [
         f"{report.host}: {' → '.join(report.chain)}",
@@ -259,7 +251,7 @@ def render(report: CheckReport) -> str:
         lines.append("  logs")
         for log in report.logs:
             if log.exists:
-                size = _size(log.size) if log.size is not None else "?"
+                size = human_size(log.size) if log.size is not None else "?"
                 lines.append(
                     f"    {log.service}: {printable(log.path)} exists ({size}, inode {log.inode}, "
                     f"modified {log.mtime})"

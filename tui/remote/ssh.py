@@ -386,6 +386,9 @@ class SshTransport(Transport):
         self.prefix = tuple(prefix)
         self.chain = (link.name, *hops)
 
+    def status_text(self) -> str:
+        return self.link.status.describe()
+
     def _command(self, argv: Sequence[str]) -> str:
         return remote_command([*self.prefix, *argv])
 

@@ -136,5 +136,9 @@ class Transport(abc.ABC):
         does).
         """
 
+    def status_text(self) -> str:
+        """The connection's state in a few words (``connected``, ``reconnecting in 4 s``)."""
+        return "local"
+
     async def close(self) -> None:  # noqa: B027 - optional hook, nothing to do by default
         """Release what this transport holds (connections are owned by the pool)."""

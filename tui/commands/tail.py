@@ -1,0 +1,143 @@
+"""`babysit tail HOST[/SERVICE]`: print (and follow) a service's log, like tail -F but exact.
+
+Lines go to stdout; what happens to the file (truncated, replaced, deleted,
+reconnected) goes to stderr as ``babysit: HOST/SERVICE: …``. With ``--json``
+everything is one JSON object per line on stdout, each line carrying the
+(dev, inode, offset) it was read from. Starting reads only what the last N
+lines need, never the whole file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from typing import TextIO
+
+from tui.cli import add_config_option, add_json_option
+from tui.commands.ui import resolve
+from tui.config import Host, Service, load_config
+from tui.core.follow import Start
+from tui.core.logcursor import EventKind, EventRow, LogLine, Row
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "target",
+        metavar="HOST[/SERVICE]",
+        help="a host from hosts.yaml, optionally /SERVICE (default: its first)",
+    )
+    parser.add_argument(
+        "-n",
+        "--lines",
+        type=int,
+        default=10,
+        metavar="N",
+        help="start with the last N lines (default 10)",
+    )
+    parser.add_argument(
+        "-f",
+        "--follow",
+        action="store_true",
+        help="keep following: through truncation, rotation, deletion, reconnects",
+    )
+    parser.add_argument("--from-start", action="store_true", help="start at the first byte")
+    parser.add_argument(
+        "--pid",
+        type=int,
+        metavar="PID",
+        help="follow the file PID has open for the log (even if deleted)",
+    )
+    add_config_option(parser)
+    add_json_option(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    host_name, _, service_name = args.target.partition("/")
+    host, service = resolve(config, host_name, service_name or None)
+    start = Start(from_start=True) if args.from_start else Start(tail=max(0, args.lines))
+    printer = Printer(service.label, json_out=args.json, out=sys.stdout, err=sys.stderr)
+    try:
+        asyncio.run(_tail(host, service, start, args, printer))
+    except BrokenPipeError:
+        # The reader went away (`| head`): that is the end, not an error.
+        sys.stderr.close()
+    return 0
+
+
+async def _tail(
+    host: Host, service: Service, start: Start, args: argparse.Namespace, printer: Printer
+) -> None:
+    from tui.remote import SshLinks, open_transport
+    from tui.remote.follow import Follower
+
+    links = SshLinks()
+    try:
+        follower = Follower(
+            open_transport(host, links),
+            service.log,
+            label=service.label,
+            start=start,
+            pid=args.pid,
+            follow=args.follow,
+        )
+        async for batch in follower.rows():
+            printer.rows(batch)
+    finally:
+        await links.close()
+
+
+class Printer:
+    """Writes rows as text (lines on stdout, events on stderr) or as JSON lines."""
+
+    def __init__(self, label: str, *, json_out: bool, out: TextIO, err: TextIO) -> None:
+        self.label = label
+        self.json_out = json_out
+        self.out = out
+        self.err = err
+        self._opened_once = False
+
+    def rows(self, rows: list[Row]) -> None:
+        for row in rows:
+            if isinstance(row, LogLine):
+                self._line(row)
+            else:
+                self._event(row)
+        self.out.flush()
+
+    def _line(self, line: LogLine) -> None:
+        if self.json_out:
+            record: dict[str, object] = {
+                "type": "line",
+                "dev": line.dev,
+                "inode": line.inode,
+                "offset": line.offset,
+                "text": line.text,
+            }
+            if line.cut:
+                record["cut"] = True
+            if not line.complete:
+                record["complete"] = False
+            self.out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        else:
+            self.out.write(line.text + "\n")
+
+    def _event(self, row: EventRow) -> None:
+        event = row.event
+        if self.json_out:
+            record = {
+                "type": "event",
+                "event": event.kind.value,
+                "message": event.message,
+                **event.data,
+            }
+            self.out.write(json.dumps(record, ensure_ascii=False) + "\n")
+            return
+        if event.kind is EventKind.OPENED and not self._opened_once:
+            self._opened_once = True
+            return
+        self.out.flush()
+        self.err.write(f"babysit: {self.label}: {event.message}\n")
+        self.err.flush()

@@ -1,0 +1,253 @@
+"""What the followed log is doing, in plain words: agent frames in, rows out.
+
+:class:`FollowState` is the pure half of following a log: it turns the agent's
+frames into :class:`~tui.core.logcursor.LogLine` rows and
+:class:`~tui.core.logcursor.EventRow` rows, keeps track of which file (dev,
+inode) is shown and how big it is, and knows where to resume after a
+reconnect. The I/O half lives in ``tui.remote.follow``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from tui.core.frames import Frame
+from tui.core.logcursor import EventKind, EventRow, LineSplitter, LogCursor, LogEvent, Row
+from tui.core.units import human_age, human_size
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """The file currently shown, as last reported by the host."""
+
+    path: str
+    dev: int
+    inode: int
+    size: int
+    observed_at: float
+    deleted: bool = False
+    #: Set when following a process's open file rather than the path.
+    writer_pid: int | None = None
+
+
+@dataclass(frozen=True)
+class Start:
+    """Where following begins: the last ``tail`` lines, the start of the file, or a cursor."""
+
+    tail: int | None = 10
+    from_start: bool = False
+    cursor: LogCursor | None = None
+
+    def to_json(self) -> dict[str, object]:
+        if self.cursor is not None:
+            return {"cursor": self.cursor.to_json()}
+        if self.from_start:
+            return {"from_start": True}
+        return {"tail": self.tail if self.tail is not None else 10}
+
+
+class FollowState:
+    def __init__(
+        self, path: str | None, label: str, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.path = path
+        self.label = label
+        self._clock = clock
+        self.splitter = LineSplitter(clock=clock)
+        self.file: FileInfo | None = None
+        self.bytes_read = 0
+        self.eof = False
+        self._writer_pid: int | None = None
+        self._last_data: tuple[int, int] | None = None
+
+    # ---------------------------------------------------------------- frames
+
+    def handle(self, frame: Frame) -> list[Row]:
+        handler = getattr(self, "_on_" + frame.kind.replace("-", "_"), None)
+        if handler is None:
+            return []
+        return handler(frame)
+
+    def _event(self, kind: EventKind, message: str, **data: object) -> EventRow:
+        return EventRow(LogEvent(kind, message, self._clock(), dict(data)))
+
+    def _on_data(self, frame: Frame) -> list[Row]:
+        dev, inode = frame.int("dev"), frame.int("inode")
+        rows: list[Row] = []
+        if self._last_data is not None and self._last_data != (dev, inode):
+            rows.extend(self.splitter.flush())
+            at_path = self.file is not None and (self.file.dev, self.file.inode) == (dev, inode)
+            message = (
+                f"back to inode {inode}, the file now at the path"
+                if at_path
+                else f"more lines written to inode {inode}, the file that was replaced"
+            )
+            rows.append(self._event(EventKind.RESUMED, message, dev=dev, inode=inode))
+        self._last_data = (dev, inode)
+        if self.file is not None and (self.file.dev, self.file.inode) == (dev, inode):
+            self.file = replace(self.file, size=frame.int("size"), observed_at=self._clock())
+        rows.extend(self.splitter.feed(dev, inode, frame.int("offset"), frame.payload))
+        return rows
+
+    def _on_opened(self, frame: Frame) -> list[Row]:
+        path = str(frame.fields.get("path") or self.path)
+        size = frame.int("size")
+        inode = frame.int("inode")
+        self.file = FileInfo(
+            path, frame.int("dev"), inode, size, self._clock(), writer_pid=self._writer_pid
+        )
+        self._last_data = (frame.int("dev"), inode)
+        self.eof = False
+        start = frame.int("start")
+        where = "from the start" if start == 0 else f"from offset {start}"
+        return [
+            self._event(
+                EventKind.OPENED,
+                f"following {path} (inode {inode}, {human_size(size)}) {where}",
+                path=path,
+                dev=frame.int("dev"),
+                inode=inode,
+                size=size,
+                start=start,
+                read_back=frame.fields.get("read_back", 0),
+            )
+        ]
+
+    def _on_truncated(self, frame: Frame) -> list[Row]:
+        rows: list[Row] = list(self.splitter.flush())
+        old, new = frame.int("old_size"), frame.int("new_size")
+        how = "truncated and rewritten" if frame.fields.get("regrown") else "truncated"
+        rows.append(
+            self._event(
+                EventKind.TRUNCATED,
+                f"log {how} (was {human_size(old)}, now {human_size(new)})",
+                inode=frame.int("inode"),
+                old_size=old,
+                new_size=new,
+                regrown=bool(frame.fields.get("regrown")),
+            )
+        )
+        return rows
+
+    def _on_replaced(self, frame: Frame) -> list[Row]:
+        rows: list[Row] = list(self.splitter.flush())
+        old, new = frame.int("old_inode"), frame.int("new_inode")
+        state = frame.fields.get("old_state")
+        rows.append(
+            self._event(
+                EventKind.REPLACED,
+                f"log replaced: now inode {new} (old inode {old} was {state})",
+                old_inode=old,
+                new_inode=new,
+                old_state=state,
+            )
+        )
+        return rows
+
+    def _on_deleted(self, frame: Frame) -> list[Row]:
+        if self.file is not None:
+            self.file = replace(self.file, deleted=True)
+        inode = frame.int("inode")
+        return [
+            self._event(
+                EventKind.DELETED,
+                f"log deleted: {self.path} is gone; "
+                f"still reading inode {inode}, which is held open",
+                inode=inode,
+            )
+        ]
+
+    def _on_missing(self, frame: Frame) -> list[Row]:
+        self.file = None
+        return [
+            self._event(
+                EventKind.MISSING,
+                f"{frame.fields.get('path')} does not exist; waiting for it",
+                path=frame.fields.get("path"),
+            )
+        ]
+
+    def _on_appeared(self, frame: Frame) -> list[Row]:
+        return [
+            self._event(
+                EventKind.APPEARED,
+                f"{frame.fields.get('path')} appeared",
+                path=frame.fields.get("path"),
+            )
+        ]
+
+    def _on_writer(self, frame: Frame) -> list[Row]:
+        pid, fd = frame.int("pid"), frame.int("fd")
+        self._writer_pid = pid
+        which = {1: "stdout", 2: "stderr"}.get(fd, f"fd {fd}")
+        shown = str(frame.fields.get("fd_path"))
+        deleted = " (deleted)" if frame.fields.get("deleted") else ""
+        note = (
+            ""
+            if frame.fields.get("matches_path") or not self.path
+            else (f"; it does not write {self.path}")
+        )
+        return [
+            self._event(
+                EventKind.WRITER,
+                f"following pid {pid}'s {which}: {shown}{deleted}{note}",
+                pid=pid,
+                fd=fd,
+                fd_path=shown,
+                deleted=bool(deleted),
+                matches_path=bool(frame.fields.get("matches_path")),
+            )
+        ]
+
+    def _on_writer_gone(self, frame: Frame) -> list[Row]:
+        pid = frame.int("pid")
+        return [
+            self._event(
+                EventKind.WRITER_GONE, f"pid {pid} exited; what it wrote stays readable", pid=pid
+            )
+        ]
+
+    def _on_lost(self, frame: Frame) -> list[Row]:
+        inode, offset = frame.int("inode"), frame.int("offset")
+        return [
+            self._event(
+                EventKind.ERROR,
+                f"inode {inode} is gone (deleted and closed while disconnected): what was "
+                f"written to it after offset {offset} cannot be shown",
+                inode=inode,
+                offset=offset,
+            )
+        ]
+
+    def _on_eof(self, frame: Frame) -> list[Row]:
+        self.eof = True
+        self.bytes_read = frame.int("bytes_read")
+        return list(self.splitter.flush())
+
+    def _on_error(self, frame: Frame) -> list[Row]:
+        return [self._event(EventKind.ERROR, str(frame.fields.get("message")))]
+
+    # ---------------------------------------------------------------- connection
+
+    def disconnected(self, reason: str) -> list[Row]:
+        self.splitter.discard_pending()
+        return [self._event(EventKind.DISCONNECTED, f"connection lost: {reason}; reconnecting")]
+
+    def reconnected(self, gap: float) -> list[Row]:
+        cursor = self.splitter.resume_cursor
+        where = (
+            f"resumed at inode {cursor.inode}, offset {cursor.offset}: nothing lost or repeated"
+            if cursor
+            else "starting again"
+        )
+        return [
+            self._event(
+                EventKind.RECONNECTED, f"reconnected after {human_age(gap)}; {where}", gap=gap
+            )
+        ]
+
+    def resume_start(self, initial: Start) -> Start:
+        cursor = self.splitter.resume_cursor
+        return Start(cursor=cursor) if cursor is not None else initial

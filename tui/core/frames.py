@@ -1,0 +1,67 @@
+"""Decoding the agent's output: JSON header lines, each optionally followed by raw bytes.
+
+See ``tui/remote/agent.py`` for the frames and their fields. The decoder holds
+at most one partial frame, whatever the chunking of the stream.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+#: A header longer than this is not a header: the stream is corrupt.
+MAX_HEADER = 64 * 1024
+
+
+class FrameError(ValueError):
+    """The agent's output does not follow the protocol."""
+
+
+@dataclass(frozen=True)
+class Frame:
+    kind: str
+    fields: dict[str, object] = field(default_factory=dict)
+    payload: bytes = b""
+
+    def int(self, name: str) -> int:
+        value = self.fields.get(name)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise FrameError(f"{self.kind} frame: {name} is not a number: {value!r}")
+        return value
+
+
+class FrameDecoder:
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+        self._header: dict[str, object] | None = None
+
+    def feed(self, data: bytes) -> list[Frame]:
+        self._buffer += data
+        frames: list[Frame] = []
+        while True:
+            if self._header is None:
+                newline = self._buffer.find(b"\n")
+                if newline < 0:
+                    if len(self._buffer) > MAX_HEADER:
+                        raise FrameError("agent output has no frame header")
+                    return frames
+                raw = bytes(self._buffer[:newline])
+                del self._buffer[: newline + 1]
+                try:
+                    header = json.loads(raw)
+                except ValueError:
+                    raise FrameError(f"agent sent a bad header: {raw[:200]!r}") from None
+                if not isinstance(header, dict) or not isinstance(header.get("t"), str):
+                    raise FrameError(f"agent sent a bad header: {raw[:200]!r}")
+                self._header = header
+            size = self._header.get("n", 0)
+            if not isinstance(size, int) or size < 0:
+                raise FrameError(f"agent sent a bad payload size: {size!r}")
+            if len(self._buffer) < size:
+                return frames
+            payload = bytes(self._buffer[:size])
+            del self._buffer[:size]
+            header, self._header = self._header, None
+            kind = str(header.pop("t"))
+            header.pop("n", None)
+            frames.append(Frame(kind, header, payload))

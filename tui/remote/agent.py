@@ -1,0 +1,612 @@
+"""babysit's agent: follows one log file on a host and reports it byte by byte.
+
+This file is sent to the host on every use (``python3 -c`` with the source
+compressed in argv) and never installed: it runs over ssh, through ``pct exec``
+and locally the same way, and leaves nothing behind. It must therefore run on
+any python3 >= 3.6 with the standard library alone.
+
+Output on stdout is a stream of frames: one line of JSON, then, when the JSON
+has ``"n"``, exactly that many raw bytes. Frames:
+
+    opened    {path, dev, inode, size, mtime, start, read_back}
+    data      {dev, inode, offset, size, n} + n bytes of the file at offset
+    truncated {dev, inode, old_size, new_size, regrown}
+    replaced  {old_dev, old_inode, new_dev, new_inode, old_state}
+    deleted   {dev, inode}             the path is gone; the old file is still held
+    missing   {path}                   the path does not exist (yet)
+    appeared  {path}
+    writer    {pid, fd, fd_path, deleted, matches_path}
+    writer-gone {pid}
+    lost      {dev, inode, offset}     the file to resume in is nowhere to be found
+    eof       {dev, inode, offset}     (without --follow) everything was sent
+    error     {message}
+
+Invariants: data frames of one file are contiguous (each starts where the last
+ended) unless a ``truncated`` frame comes between; before switching to a new
+file at the path, the old one is read to its end; the agent exits when its
+stdin or stdout closes, so it dies with its channel.
+"""
+
+import ctypes
+import ctypes.util
+import json
+import os
+import select
+import stat
+import sys
+import time
+
+CHUNK = 256 * 1024
+FINGERPRINT = 64
+MAX_READ_PER_ROUND = 4 * 1024 * 1024
+BACK_BLOCK = 64 * 1024
+ACTIVE_POLL = 0.1
+IDLE_POLL = 1.0
+POLL_BACKOFF_LIMIT = 0.5
+COALESCE = 0.005
+
+IN_MODIFY = 0x002
+IN_ATTRIB = 0x004
+IN_MOVED_FROM = 0x040
+IN_MOVED_TO = 0x080
+IN_CREATE = 0x100
+IN_DELETE = 0x200
+IN_DELETE_SELF = 0x400
+IN_MOVE_SELF = 0x800
+IN_NONBLOCK = 0o4000
+IN_CLOEXEC = 0o2000000
+
+
+class Closed(Exception):
+    """Our stdout or stdin closed: the other end is gone, so are we."""
+
+
+class Output(object):
+    def __init__(self, stream):
+        self.stream = stream
+        self.bytes_read = 0
+
+    def frame(self, kind, payload=None, **fields):
+        fields["t"] = kind
+        if payload:
+            fields["n"] = len(payload)
+        try:
+            self.stream.write(json.dumps(fields, separators=(",", ":")).encode("utf-8") + b"\n")
+            if payload:
+                self.stream.write(payload)
+        except (BrokenPipeError, OSError):
+            raise Closed() from None
+
+    def flush(self):
+        try:
+            self.stream.flush()
+        except (BrokenPipeError, OSError):
+            raise Closed() from None
+
+
+class Inotify(object):
+    """inotify through ctypes; every method is a no-op where the kernel or libc lacks it."""
+
+    def __init__(self):
+        self.fd = -1
+        self.watches = {}
+        try:
+            libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+            self._add = libc.inotify_add_watch
+            self._add.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
+            self._rm = libc.inotify_rm_watch
+            self.fd = libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
+        except (OSError, AttributeError):
+            self.fd = -1
+
+    def watch(self, key, path, mask):
+        if self.fd < 0:
+            return
+        self.unwatch(key)
+        wd = self._add(self.fd, os.fsencode(path), mask)
+        if wd >= 0:
+            self.watches[key] = wd
+
+    def unwatch(self, key):
+        wd = self.watches.pop(key, None)
+        if wd is not None and wd not in self.watches.values():
+            self._rm(self.fd, wd)
+
+    def drain(self):
+        if self.fd < 0:
+            return
+        while True:
+            try:
+                if not os.read(self.fd, 65536):
+                    return
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                return
+
+
+class Followed(object):
+    """An open file being read: which one (dev, inode), how far, and what it looked like."""
+
+    def __init__(self, fd, path, label=None):
+        self.fd = fd
+        self.path = path
+        self.label = label
+        st = os.fstat(fd)
+        self.dev = st.st_dev
+        self.inode = st.st_ino
+        self.pos = 0
+        self.head = b""
+        self.anchor = b""
+        self.seen = None
+        self.deleted_said = False
+
+    def close(self):
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
+
+
+def open_file(path):
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0))
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise IsADirectoryError(path)
+    return fd
+
+
+def stat_or_none(path):
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
+
+
+class Agent(object):
+    def __init__(self, args, out, stdin_fd):
+        self.args = args
+        self.out = out
+        self.stdin_fd = stdin_fd
+        self.path = args.get("path")
+        self.pid = args.get("pid")
+        self.follow = args.get("follow", True)
+        self.cur = None
+        self.previous = []
+        self.missing_said = False
+        self.writer_gone_said = False
+        self.inotify = Inotify()
+        self.wake_fds = [fd for fd in (stdin_fd, self.inotify.fd) if fd is not None and fd >= 0]
+
+    # ------------------------------------------------------------------ start
+
+    def start(self):
+        start = self.args.get("start") or {"tail": 10}
+        if self.pid is not None:
+            self.start_writer()
+        elif "cursor" in start:
+            self.start_cursor(start["cursor"])
+        else:
+            self.open_path(start)
+        self.watch_dir()
+
+    def watch_dir(self):
+        if self.path and self.pid is None:
+            directory = os.path.dirname(self.path) or "."
+            self.inotify.watch(
+                "dir",
+                directory,
+                IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_ATTRIB,
+            )
+
+    def set_current(self, followed, start_offset, read_back=0):
+        self.cur = followed
+        followed.pos = start_offset
+        st = os.fstat(followed.fd)
+        if start_offset > 0:
+            followed.anchor = os.pread(
+                followed.fd,
+                min(FINGERPRINT, start_offset),
+                start_offset - min(FINGERPRINT, start_offset),
+            )
+            followed.head = os.pread(followed.fd, min(FINGERPRINT, st.st_size), 0)
+        self.out.frame(
+            "opened",
+            path=followed.path,
+            dev=followed.dev,
+            inode=followed.inode,
+            size=st.st_size,
+            mtime=st.st_mtime,
+            start=start_offset,
+            read_back=read_back,
+        )
+        self.inotify.watch(
+            "file",
+            "/proc/self/fd/%d" % followed.fd,
+            IN_MODIFY | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF,
+        )
+
+    def open_path(self, start):
+        try:
+            fd = open_file(self.path)
+        except FileNotFoundError:
+            if not self.missing_said:
+                self.out.frame("missing", path=self.path)
+                self.missing_said = True
+            return
+        except OSError as error:
+            self.out.frame("error", message="cannot open %s: %s" % (self.path, error.strerror))
+            return
+        followed = Followed(fd, self.path)
+        size = os.fstat(fd).st_size
+        if start.get("from_start"):
+            self.set_current(followed, 0)
+        else:
+            offset, read_back = tail_offset(fd, size, int(start.get("tail", 10)))
+            self.out.bytes_read += read_back
+            self.set_current(followed, offset, read_back)
+
+    def start_cursor(self, cursor):
+        dev, inode, offset = cursor["dev"], cursor["inode"], cursor["offset"]
+        st = stat_or_none(self.path)
+        if st is not None and (st.st_dev, st.st_ino) == (dev, inode):
+            fd = open_file(self.path)
+            followed = Followed(fd, self.path)
+            if (followed.dev, followed.inode) == (dev, inode):
+                self.resume_at(followed, offset)
+                return
+            followed.close()
+        found = find_inode(dev, inode, self.path)
+        if found is not None:
+            fd, where = found
+            followed = Followed(fd, where)
+            self.resume_at(followed, offset)
+            return
+        self.out.frame("lost", dev=dev, inode=inode, offset=offset)
+        self.open_path({"from_start": True})
+
+    def resume_at(self, followed, offset):
+        size = os.fstat(followed.fd).st_size
+        if size < offset:
+            self.set_current(followed, 0)
+            self.out.frame(
+                "truncated",
+                dev=followed.dev,
+                inode=followed.inode,
+                old_size=offset,
+                new_size=size,
+                regrown=False,
+            )
+        else:
+            self.set_current(followed, offset)
+
+    def start_writer(self):
+        found = writer_fd(self.pid, self.path)
+        if found is None:
+            self.out.frame(
+                "error",
+                message="pid %d has no regular file open%s"
+                % (self.pid, " at %s" % self.path if self.path else ""),
+            )
+            raise Closed() from None
+        fd_num, fd_path, deleted, matches = found
+        self.out.frame(
+            "writer",
+            pid=self.pid,
+            fd=fd_num,
+            fd_path=fd_path,
+            deleted=deleted,
+            matches_path=matches,
+        )
+        fd = open_file("/proc/%d/fd/%d" % (self.pid, fd_num))
+        followed = Followed(fd, fd_path, label="pid %d fd %d" % (self.pid, fd_num))
+        start = self.args.get("start") or {"tail": 10}
+        if "cursor" in start and (start["cursor"]["dev"], start["cursor"]["inode"]) == (
+            followed.dev,
+            followed.inode,
+        ):
+            self.resume_at(followed, start["cursor"]["offset"])
+        elif start.get("from_start"):
+            self.set_current(followed, 0)
+        else:
+            offset, read_back = tail_offset(fd, os.fstat(fd).st_size, int(start.get("tail", 10)))
+            self.out.bytes_read += read_back
+            self.set_current(followed, offset, read_back)
+
+    # ------------------------------------------------------------------ reading
+
+    def pump(self, followed):
+        """Send what ``followed`` has past its position; True if anything happened."""
+        st = os.fstat(followed.fd)
+        moved = False
+        if st.st_size < followed.pos:
+            self.truncated(followed, st.st_size, regrown=False)
+            moved = True
+        elif (
+            followed.pos > 0
+            and followed.seen != (st.st_size, st.st_mtime_ns)
+            and not self.fingerprints_hold(followed)
+        ):
+            self.truncated(followed, st.st_size, regrown=True)
+            moved = True
+        followed.seen = (st.st_size, st.st_mtime_ns)
+        budget = MAX_READ_PER_ROUND
+        while followed.pos < st.st_size and budget > 0:
+            want = min(CHUNK, st.st_size - followed.pos, budget)
+            data = os.pread(followed.fd, want, followed.pos)
+            if not data:
+                break
+            self.out.bytes_read += len(data)
+            self.out.frame(
+                "data",
+                data,
+                dev=followed.dev,
+                inode=followed.inode,
+                offset=followed.pos,
+                size=st.st_size,
+            )
+            followed.pos += len(data)
+            budget -= len(data)
+            followed.anchor = (followed.anchor + data)[-FINGERPRINT:]
+            if len(followed.head) < FINGERPRINT:
+                followed.head = os.pread(followed.fd, FINGERPRINT, 0)
+            moved = True
+        return moved
+
+    def fingerprints_hold(self, followed):
+        """Whether the bytes we already sent are still where we left them.
+
+        Log lines look alike, so the bytes at the anchor alone can match by
+        chance after a truncate-and-regrow; the file's first bytes rarely do.
+        """
+        if followed.head and os.pread(followed.fd, len(followed.head), 0) != followed.head:
+            return False
+        if followed.anchor:
+            at = followed.pos - len(followed.anchor)
+            if os.pread(followed.fd, len(followed.anchor), at) != followed.anchor:
+                return False
+        return True
+
+    def truncated(self, followed, new_size, regrown):
+        self.out.frame(
+            "truncated",
+            dev=followed.dev,
+            inode=followed.inode,
+            old_size=followed.pos,
+            new_size=new_size,
+            regrown=regrown,
+        )
+        followed.pos = 0
+        followed.head = b""
+        followed.anchor = b""
+
+    def check_path(self):
+        """Notice the path vanishing, appearing, or naming another file."""
+        if self.pid is not None:
+            if not self.writer_gone_said and not os.path.exists("/proc/%d" % self.pid):
+                self.out.frame("writer-gone", pid=self.pid)
+                self.writer_gone_said = True
+            return
+        st = stat_or_none(self.path)
+        if self.cur is None:
+            if st is not None:
+                self.out.frame("appeared", path=self.path)
+                self.missing_said = False
+                self.open_path({"from_start": True})
+            return
+        cur = self.cur
+        if st is None:
+            if not cur.deleted_said:
+                cur.deleted_said = True
+                self.out.frame("deleted", dev=cur.dev, inode=cur.inode)
+            return
+        if (st.st_dev, st.st_ino) == (cur.dev, cur.inode):
+            return
+        # The path names another file now: finish the old one first.
+        self.pump(cur)
+        links = os.fstat(cur.fd).st_nlink
+        self.out.frame(
+            "replaced",
+            old_dev=cur.dev,
+            old_inode=cur.inode,
+            new_dev=st.st_dev,
+            new_inode=st.st_ino,
+            old_state="deleted" if links == 0 else "renamed",
+        )
+        for old in self.previous:
+            old.close()
+        self.previous = [cur]
+        self.cur = None
+        self.open_path({"from_start": True})
+
+    # ------------------------------------------------------------------ loop
+
+    def wait(self, timeout):
+        if not self.wake_fds:
+            time.sleep(timeout)
+            return
+        try:
+            ready, _, _ = select.select(self.wake_fds, [], [], timeout)
+        except InterruptedError:
+            return
+        if self.stdin_fd in ready:
+            try:
+                if not os.read(self.stdin_fd, 4096):
+                    raise Closed() from None
+            except OSError:
+                raise Closed() from None
+        if self.inotify.fd in ready:
+            self.inotify.drain()
+
+    def run(self):
+        self.start()
+        self.out.flush()
+        idle = ACTIVE_POLL
+        while True:
+            moved = False
+            if self.cur is not None:
+                moved = self.pump(self.cur)
+            for old in self.previous:
+                moved = self.pump(old) or moved
+            if not self.follow and self.cur is not None and not moved:
+                self.out.frame(
+                    "eof",
+                    dev=self.cur.dev,
+                    inode=self.cur.inode,
+                    offset=self.cur.pos,
+                    bytes_read=self.out.bytes_read,
+                )
+                self.out.flush()
+                return
+            if not self.follow and self.cur is None:
+                self.out.flush()
+                return
+            self.check_path()
+            self.out.flush()
+            if moved:
+                idle = ACTIVE_POLL
+                self.wait(COALESCE)
+            elif self.inotify.fd >= 0:
+                self.wait(IDLE_POLL)  # inotify wakes us; this is only a safety net
+            else:
+                self.wait(idle)
+                idle = min(idle * 1.5, POLL_BACKOFF_LIMIT)
+
+
+def tail_offset(fd, size, lines):
+    """Offset where the last ``lines`` lines of the file begin, reading backwards only
+    as far as needed. Returns (offset, bytes read)."""
+    if lines <= 0 or size == 0:
+        return size, 0
+    end = size
+    last = os.pread(fd, 1, size - 1)
+    if last == b"\n":
+        end = size - 1  # a final newline ends the last line; it does not start one
+    pos = end
+    count = 0
+    read = 1
+    limit = max(1024 * 1024, lines * 8 * 1024)
+    while pos > 0 and read < limit:
+        block = min(BACK_BLOCK, pos)
+        pos -= block
+        data = os.pread(fd, block, pos)
+        read += len(data)
+        index = len(data)
+        while True:
+            index = data.rfind(b"\n", 0, index)
+            if index < 0:
+                break
+            count += 1
+            if count == lines:
+                return pos + index + 1, read
+    return pos, read
+
+
+def find_inode(dev, inode, path):
+    """Open the file (dev, inode) again if it can still be found: renamed in the same
+    directory (log rotation), or held open by some process (deleted while written)."""
+    directory = os.path.dirname(path) or "."
+    try:
+        entries = os.listdir(directory)
+    except OSError:
+        entries = []
+    for name in entries:
+        candidate = os.path.join(directory, name)
+        st = stat_or_none(candidate)
+        if st is not None and (st.st_dev, st.st_ino) == (dev, inode) and stat.S_ISREG(st.st_mode):
+            try:
+                return open_file(candidate), candidate
+            except OSError:
+                continue
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        pids = []
+    for pid in pids:
+        fd_dir = "/proc/%s/fd" % pid
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError:
+            continue
+        for fd in fds:
+            link = os.path.join(fd_dir, fd)
+            st = stat_or_none(link)
+            if st is not None and (st.st_dev, st.st_ino) == (dev, inode):
+                try:
+                    target = os.readlink(link)
+                    return open_file(link), target
+                except OSError:
+                    continue
+    return None
+
+
+def writer_fd(pid, path):
+    """The fd through which ``pid`` writes ``path`` (or, failing that, its stdout).
+
+    Returns (fd, the path the kernel shows, deleted?, matches the given path?) or None.
+    """
+    fd_dir = "/proc/%d/fd" % pid
+    path_st = stat_or_none(path) if path else None
+    found = []
+    try:
+        names = sorted(os.listdir(fd_dir), key=int)
+    except OSError:
+        return None
+    for name in names:
+        link = os.path.join(fd_dir, name)
+        st = stat_or_none(link)
+        if st is None or not stat.S_ISREG(st.st_mode):
+            continue
+        try:
+            target = os.readlink(link)
+        except OSError:
+            continue
+        deleted = target.endswith(" (deleted)")
+        shown = target[: -len(" (deleted)")] if deleted else target
+        matches = bool(path) and (
+            shown == path
+            or (path_st is not None and (st.st_dev, st.st_ino) == (path_st.st_dev, path_st.st_ino))
+        )
+        found.append((int(name), shown, deleted, matches, writes(pid, name)))
+    matching = [f for f in found if f[3]]
+    if matching:
+        best = min(matching, key=lambda f: (not f[4], f[0] not in (1, 2), f[0]))
+    else:
+        # Not writing the given path (or none given): its stdout, if that is a file.
+        stdout = [f for f in found if f[0] == 1]
+        if not stdout:
+            return None
+        best = stdout[0]
+    return best[0], best[1], best[2], best[3]
+
+
+def writes(pid, fd):
+    try:
+        with open("/proc/%d/fdinfo/%s" % (pid, fd)) as info:
+            for line in info:
+                if line.startswith("flags:"):
+                    return int(line.split()[1], 8) & 0o3 != 0
+    except (OSError, ValueError):
+        pass
+    return False
+
+
+def main(argv):
+    args = json.loads(argv[0])
+    out = Output(sys.stdout.buffer)
+    try:
+        stdin_fd = sys.stdin.fileno()
+    except (AttributeError, ValueError, OSError):
+        stdin_fd = None
+    agent = Agent(args, out, stdin_fd)
+    try:
+        agent.run()
+    except Closed:
+        pass
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[-1:]))

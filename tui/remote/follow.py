@@ -1,0 +1,145 @@
+"""Following a log on a host: run the agent over a transport, across reconnects.
+
+:class:`Follower` starts the agent (``tui/remote/agent.py``, sent in argv and
+never installed), decodes its frames through :class:`~tui.core.follow.FollowState`
+and yields rows in order. When the connection drops it says so, waits for the
+link to come back, and restarts the agent from the last delivered (dev, inode,
+offset), so no line is lost or shown twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import sys
+import time
+import zlib
+from collections.abc import AsyncIterator
+from functools import lru_cache
+from pathlib import Path
+
+from tui.core.follow import FileInfo, FollowState, Start
+from tui.core.frames import FrameDecoder, FrameError
+from tui.core.logcursor import EventKind, EventRow, LogEvent, Row
+from tui.errors import AuthError, HostKeyError, TransportError
+from tui.remote.local import LocalTransport
+from tui.remote.ssh import backoff_delay
+from tui.remote.transport import Transport
+
+AGENT_PATH = Path(__file__).with_name("agent.py")
+# Decompresses the agent from argv and runs it as __main__; its own argv stays last.
+BOOTSTRAP = (
+    "import base64,sys,zlib;"
+    "exec(compile(zlib.decompress(base64.b64decode(sys.argv[1])),'babysit-agent','exec'))"
+)
+#: Seconds between attempts to restart the agent after a failure that is not a lost link.
+RETRY_DELAY = 2.0
+
+
+@lru_cache(maxsize=1)
+def agent_payload() -> str:
+    return base64.b64encode(zlib.compress(AGENT_PATH.read_bytes(), 9)).decode("ascii")
+
+
+def agent_argv(transport: Transport, args: dict[str, object]) -> list[str]:
+    """The argv that runs the agent with ``args`` on the transport's host."""
+    python = sys.executable if isinstance(transport, LocalTransport) else "python3"
+    return [python, "-c", BOOTSTRAP, agent_payload(), json.dumps(args, separators=(",", ":"))]
+
+
+class Follower:
+    """Follows ``path`` (or what ``pid`` writes) on one host and yields rows in order."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        path: str | None,
+        *,
+        label: str,
+        start: Start | None = None,
+        pid: int | None = None,
+        follow: bool = True,
+    ) -> None:
+        self.transport = transport
+        self.path = path
+        self.pid = pid
+        self.follow = follow
+        self.initial = start or Start()
+        self.state = FollowState(path, label)
+        self.connected = False
+
+    @property
+    def file(self) -> FileInfo | None:
+        return self.state.file
+
+    def _args(self, start: Start) -> dict[str, object]:
+        args: dict[str, object] = {
+            "path": self.path,
+            "follow": self.follow,
+            "start": start.to_json(),
+        }
+        if self.pid is not None:
+            args["pid"] = self.pid
+        return args
+
+    async def rows(self) -> AsyncIterator[list[Row]]:
+        """Batches of rows, in order. Ends at the end of the file without ``follow``;
+        otherwise runs until cancelled."""
+        lost_at: float | None = None
+        failures = 0
+        while True:
+            start = self.state.resume_start(self.initial)
+            try:
+                async with self.transport.stream(
+                    agent_argv(self.transport, self._args(start)), stdin=True
+                ) as process:
+                    decoder = FrameDecoder()
+                    first = True
+                    async for chunk in process.chunks():
+                        batch: list[Row] = []
+                        if first:
+                            first = False
+                            self.connected = True
+                            if lost_at is not None:
+                                batch.extend(self.state.reconnected(time.monotonic() - lost_at))
+                                lost_at = None
+                        for frame in decoder.feed(chunk):
+                            batch.extend(self.state.handle(frame))
+                        if batch:
+                            yield batch
+                    stderr = await process.read_stderr()
+                    status = await process.wait()
+                if not self.follow and self.state.eof:
+                    return
+                message = stderr.decode("utf-8", "replace").strip().splitlines()
+                detail = message[-1] if message else f"exit status {status}"
+                if status == 127:
+                    detail = f"python3 not found on the host ({detail})"
+                yield [
+                    EventRow(
+                        LogEvent(EventKind.ERROR, f"the follower stopped: {detail}", time.time())
+                    )
+                ]
+                if not self.follow:
+                    return
+                await asyncio.sleep(RETRY_DELAY)
+            except FrameError as error:
+                yield [
+                    EventRow(
+                        LogEvent(EventKind.ERROR, f"garbled follower output: {error}", time.time())
+                    )
+                ]
+                await asyncio.sleep(RETRY_DELAY)
+            except (HostKeyError, AuthError):
+                raise  # retrying cannot help, and may lock the account
+            except TransportError as error:
+                self.connected = False
+                if not self.follow:
+                    raise
+                if lost_at is None:
+                    lost_at = time.monotonic()
+                    failures = 0
+                    yield self.state.disconnected(error.message)
+                await asyncio.sleep(backoff_delay(min(failures, 5)))
+                failures += 1
