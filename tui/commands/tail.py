@@ -60,16 +60,18 @@ def run(args: argparse.Namespace) -> int:
     start = Start(from_start=True) if args.from_start else Start(tail=max(0, args.lines))
     printer = Printer(service.label, json_out=args.json, out=sys.stdout, err=sys.stderr)
     try:
-        asyncio.run(_tail(host, service, start, args, printer))
+        shown = asyncio.run(_tail(host, service, start, args, printer))
     except BrokenPipeError:
         # The reader went away (`| head`): that is the end, not an error.
         sys.stderr.close()
-    return 0
+        return 0
+    return 0 if shown else 1
 
 
 async def _tail(
     host: Host, service: Service, start: Start, args: argparse.Namespace, printer: Printer
-) -> None:
+) -> bool:
+    """Print rows until the end (or forever with -f); whether a file was ever shown."""
     from tui.remote import SshLinks, open_transport
     from tui.remote.follow import Follower
 
@@ -85,6 +87,7 @@ async def _tail(
         )
         async for batch in follower.rows():
             printer.rows(batch)
+        return follower.file is not None
     finally:
         await links.close()
 
