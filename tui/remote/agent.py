@@ -43,7 +43,9 @@ BACK_BLOCK = 64 * 1024
 ACTIVE_POLL = 0.1
 IDLE_POLL = 1.0
 POLL_BACKOFF_LIMIT = 0.5
-COALESCE = 0.005
+# After reading, wait this long before reading again, so a busy log is read in
+# batches (fewer wakeups on both ends) at the cost of a few ms of latency.
+COALESCE = 0.01
 
 IN_MODIFY = 0x002
 IN_ATTRIB = 0x004
@@ -465,7 +467,8 @@ class Agent(object):
             self.out.flush()
             if moved:
                 idle = ACTIVE_POLL
-                self.wait(COALESCE)
+                time.sleep(COALESCE)
+                self.inotify.drain()
             elif self.inotify.fd >= 0:
                 self.wait(IDLE_POLL)  # inotify wakes us; this is only a safety net
             else:
