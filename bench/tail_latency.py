@@ -30,13 +30,13 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from support.sshd import Sshd, start_sshd  # noqa: E402
+from support.sshd import Sshd, start_sshd
 
-from tui.config import parse_config  # noqa: E402
-from tui.core.follow import Start  # noqa: E402
-from tui.core.logcursor import LogLine  # noqa: E402
-from tui.remote import SshLinks, open_transport  # noqa: E402
-from tui.remote.follow import Follower  # noqa: E402
+from tui.config import parse_config
+from tui.core.follow import Start
+from tui.core.logcursor import LogLine
+from tui.remote import SshLinks, open_transport
+from tui.remote.follow import Follower
 
 WRITER = r"""
 import sys, time
