@@ -1,0 +1,68 @@
+"""The Textual app: ``babysit HOST [SERVICE]``.
+
+:class:`BabysitApp` is also the factory tests use: pass ``follower_factory`` to
+feed the screen fixed rows, ``transport_factory`` for a stand-in link, and
+``clock`` to freeze the header's time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import ClassVar
+
+from textual.app import App
+from textual.binding import Binding, BindingType
+
+from tui.app.screens.host import HostScreen, RowSource
+from tui.config import Host, Service
+from tui.core.follow import Start
+from tui.remote import SshLinks, Transport, open_transport
+from tui.remote.follow import Follower
+
+#: Lines shown from before the app started.
+DEFAULT_TAIL = 500
+
+FollowerFactory = Callable[[Transport], RowSource]
+TransportFactory = Callable[[Host, SshLinks], Transport]
+
+
+class BabysitApp(App[int]):
+    """Watches one service on one host. Owns the SSH connections it opens."""
+
+    CSS_PATH = "babysit.tcss"
+    TITLE = "babysit"
+    ENABLE_COMMAND_PALETTE = False
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("q", "quit", "quit", id="app.quit")]
+
+    def __init__(
+        self,
+        host: Host,
+        service: Service,
+        *,
+        follower_factory: FollowerFactory | None = None,
+        start: Start | None = None,
+        clock: Callable[[], float] = time.time,
+        transport_factory: TransportFactory = open_transport,
+    ) -> None:
+        super().__init__()
+        self.host = host
+        self.service = service
+        self.start = start or Start(tail=DEFAULT_TAIL)
+        self.clock = clock
+        self.links = SshLinks()
+        self._follower_factory = follower_factory or self._follower
+        self._transport_factory = transport_factory
+
+    def _follower(self, transport: Transport) -> RowSource:
+        return Follower(transport, self.service.log, label=self.service.label, start=self.start)
+
+    def on_mount(self) -> None:
+        # Opening a transport only builds it; connecting happens in the follower's worker.
+        transport = self._transport_factory(self.host, self.links)
+        follower = self._follower_factory(transport)
+        self.push_screen(HostScreen(self.host, self.service, transport, follower,
+                                    clock=self.clock))
+
+    async def on_unmount(self) -> None:
+        await self.links.close()

@@ -1,0 +1,1 @@
+"""Widgets of the babysit app: nouns, each drawing one kind of fact."""
