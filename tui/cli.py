@@ -20,6 +20,8 @@ from tui.errors import BabysitError, UsageError
 VERBS: dict[str, tuple[str, str]] = {
     "hosts": ("list hosts, services and how each host is reached", "tui.commands.hosts"),
     "check": ("connect to a host and report what babysit needs there", "tui.commands.check"),
+    "status": ("say which run each service's log belongs to: live, starting, stale, dead, …",
+               "tui.commands.status"),
     "tail": ("print and follow a service's log, anchored to inode and offset", "tui.commands.tail"),
     "sim": ("run a simulated SGLang/vLLM server or nvidia-smi (tests, demo)", "tui.sim.cli"),
 }

@@ -113,6 +113,9 @@ class Service:
     #: A regular expression matched against a process's command line, to recognise
     #: runs started by hand. Never a bare name.
     match: str | None = None
+    #: Text whose appearance in this run's log means the server is ready (replaces
+    #: the engine's own ready line).
+    ready: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -241,7 +244,7 @@ _HOST_KEYS = (
     "keepalive_interval",
 )
 _SSH_OPTION_KEYS = _HOST_KEYS[4:]
-_SERVICE_KEYS = ("engine", "log", "port", "gpus", "launch", "match")
+_SERVICE_KEYS = ("engine", "log", "port", "gpus", "launch", "match", "ready")
 _LAUNCH_KEYS = ("command", "cwd", "env")
 _PCT_KEYS = ("node", "vmid")
 _TARGET_RE = re.compile(
@@ -532,6 +535,16 @@ def _parse_service(
     launch = None
     if "launch" in entries:
         launch = _parse_launch(reader, f"{key}.launch", entries["launch"][1])
+    ready: tuple[str, ...] = ()
+    if "ready" in entries:
+        ready_node = entries["ready"][1]
+        if isinstance(ready_node, yaml.ScalarNode):
+            ready = (reader.string(ready_node, f"{key}.ready"),)
+        else:
+            ready = tuple(
+                reader.string(item, f"{key}.ready[{i}]")
+                for i, item in enumerate(reader.sequence(ready_node, f"{key}.ready"))
+            )
     return Service(
         name=name,
         host=host,
@@ -542,6 +555,7 @@ def _parse_service(
         gpus=gpus,
         launch=launch,
         match=match,
+        ready=ready,
     )
 
 

@@ -31,6 +31,7 @@ import ctypes
 import ctypes.util
 import json
 import os
+import re
 import select
 import stat
 import sys
@@ -594,8 +595,580 @@ def writes(pid, fd):
     return False
 
 
+# ====================================================================== probe
+#
+# One round trip answers "which run is this?" for a list of services: the
+# processes that could be each service's run, what files they hold open, the
+# log's inode and timestamps, and where this run's bytes begin in the log.
+
+LOG_HEAD = 4096
+LOG_TAIL = 8192
+READY_SCAN = 8 * 1024 * 1024
+# Start times are known to 1/100 s (clock ticks and /proc/uptime); allow that much.
+START_SLACK = 0.05
+TS_PATTERNS = [
+    # SGLang: [2026-05-09 09:22:05] or [2026-05-09 09:22:05.123 TP0]
+    (re.compile(rb"^\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)"), True),
+    # vLLM: [(APIServer pid=1) ]INFO 05-09 09:22:05 ...   (no year)
+    (
+        re.compile(
+            rb"^(?:\([^)]*pid=\d+\) )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) "
+            rb"(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)"
+        ),
+        False,
+    ),
+    # ISO-8601 anywhere at the start (generic servers)
+    (re.compile(rb"^\[?(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)"), True),
+]
+
+
+def read_text(path, default=""):
+    try:
+        with open(path, "rb") as handle:
+            return handle.read().decode("utf-8", "replace")
+    except OSError:
+        return default
+
+
+def boot_facts():
+    """(boot id, boot time, clock ticks per second). The boot time comes from
+    /proc/uptime (1/100 s) rather than /proc/stat's whole-second btime, so
+    process start times are exact enough to compare with file mtimes."""
+    boot_id = read_text("/proc/sys/kernel/random/boot_id").strip()
+    uptime = float(read_text("/proc/uptime", "0 0").split()[0])
+    return boot_id, time.time() - uptime, os.sysconf("SC_CLK_TCK")
+
+
+def process_table():
+    """pid -> facts, from /proc/PID/stat, status and cmdline (readable for every user)."""
+    table = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        stat_text = read_text("/proc/%d/stat" % pid)
+        if not stat_text:
+            continue
+        close = stat_text.rfind(")")
+        fields = stat_text[close + 2 :].split()
+        if len(fields) < 20:
+            continue
+        raw = b""
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as handle:
+                raw = handle.read()
+        except OSError:
+            pass
+        uid = None
+        for line in read_text("/proc/%d/status" % pid).splitlines():
+            if line.startswith("Uid:"):
+                uid = int(line.split()[1])
+                break
+        table[pid] = {
+            "pid": pid,
+            "ppid": int(fields[1]),
+            "pgrp": int(fields[2]),
+            "start_ticks": int(fields[19]),
+            "state": fields[0],
+            "uid": uid,
+            "comm": stat_text[stat_text.find("(") + 1 : close],
+            "cmdline": [part.decode("utf-8", "replace") for part in raw.split(b"\0")[:-1]],
+        }
+    return table
+
+
+def user_name(uid, cache={}):  # noqa: B006 - a deliberate per-run cache
+    if uid is None:
+        return None
+    if uid not in cache:
+        try:
+            import pwd
+
+            cache[uid] = pwd.getpwuid(uid).pw_name
+        except (ImportError, KeyError):
+            cache[uid] = str(uid)
+    return cache[uid]
+
+
+def open_files(pid):
+    """Regular files ``pid`` holds open, or None when we may not look."""
+    fd_dir = "/proc/%d/fd" % pid
+    try:
+        names = os.listdir(fd_dir)
+    except OSError:
+        return None
+    files = []
+    for name in names:
+        link = os.path.join(fd_dir, name)
+        try:
+            target = os.readlink(link)
+        except OSError:
+            continue
+        if not target.startswith("/"):
+            continue
+        st = stat_or_none(link)
+        if st is None or not stat.S_ISREG(st.st_mode):
+            continue
+        deleted = target.endswith(" (deleted)")
+        files.append(
+            {
+                "fd": int(name),
+                "path": target[: -len(" (deleted)")] if deleted else target,
+                "dev": st.st_dev,
+                "inode": st.st_ino,
+                "deleted": deleted,
+                "write": writes(pid, name),
+            }
+        )
+    return files
+
+
+def fd_links(pid):
+    """[(fd, link target)] for every fd of ``pid`` (readlink only, no stat), or None."""
+    fd_dir = "/proc/%d/fd" % pid
+    try:
+        names = os.listdir(fd_dir)
+    except OSError:
+        return None
+    links = []
+    for name in names:
+        try:
+            links.append((name, os.readlink(os.path.join(fd_dir, name))))
+        except OSError:
+            continue
+    return links
+
+
+def listening_inodes(port):
+    """Inodes of TCP sockets listening on ``port`` (any address, v4 or v6)."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in read_text(table).splitlines()[1:]:
+            parts = line.split()
+            if len(parts) < 10 or parts[3] != "0A":  # 0A = LISTEN
+                continue
+            if int(parts[1].rsplit(":", 1)[1], 16) == port:
+                found.add(int(parts[9]))
+    return found
+
+
+def line_time(line, year_hint):
+    for pattern, has_year in TS_PATTERNS:
+        match = pattern.match(line)
+        if not match:
+            continue
+        parts = [int(x) for x in match.groups()]
+        if not has_year:
+            parts = [year_hint, *parts]
+        try:
+            return time.mktime(
+                (parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], 0, 0, -1)
+            )
+        except (OverflowError, ValueError):
+            return None
+    return None
+
+
+def first_time(data, year_hint):
+    for line in data.split(b"\n"):
+        ts = line_time(line, year_hint)
+        if ts is not None:
+            return ts
+    return None
+
+
+def last_time(data, year_hint):
+    for line in reversed(data.split(b"\n")):
+        ts = line_time(line, year_hint)
+        if ts is not None:
+            return ts
+    return None
+
+
+def log_facts(path):
+    st = stat_or_none(path)
+    if st is None or not stat.S_ISREG(st.st_mode):
+        return {"path": path, "exists": st is not None, "regular": False}
+    year = time.localtime(st.st_mtime).tm_year
+    facts = {
+        "path": path,
+        "exists": True,
+        "regular": True,
+        "dev": st.st_dev,
+        "inode": st.st_ino,
+        "size": st.st_size,
+        "mtime": st.st_mtime,
+    }
+    try:
+        fd = open_file(path)
+    except OSError as error:
+        facts["error"] = error.strerror
+        return facts
+    try:
+        head = os.pread(fd, LOG_HEAD, 0)
+        tail = os.pread(fd, LOG_TAIL, max(0, st.st_size - LOG_TAIL))
+    finally:
+        os.close(fd)
+    facts["first_ts"] = first_time(head, year)
+    facts["last_ts"] = last_time(tail, year)
+    return facts
+
+
+def find_anchor(fd, size, start_time, year, pid_tag):
+    """Offset of the first byte this run wrote, and how it was found (or None, reason).
+
+    A vLLM run tags its lines with its pid; otherwise the first line stamped at
+    or after the process start (timestamps are whole seconds, so a line of the
+    same second from another run makes the answer unsure).
+    """
+    if pid_tag:
+        at = scan_for(fd, 0, size, [pid_tag], limit=None)
+        if at is not None:
+            return at[0], "pid tag"
+    low, high = 0, size
+    # Binary search over line starts for the first timestamp >= start_time.
+    while high - low > 4096:
+        mid = (low + high) // 2
+        chunk = os.pread(fd, 8192, mid)
+        newline = chunk.find(b"\n")
+        if newline < 0:
+            break
+        ts = first_time(chunk[newline + 1 :], year)
+        if ts is None:
+            break
+        if ts < int(start_time):
+            low = mid + newline + 1
+        else:
+            high = mid
+    chunk = os.pread(fd, min(size - low, 1024 * 1024), low)
+    offset = low
+    previous_ts = None
+    for line in chunk.split(b"\n"):
+        ts = line_time(line, year)
+        if ts is not None and ts >= int(start_time):
+            if previous_ts is not None and previous_ts == ts:
+                return None, "a line from before the start shares its second"
+            if offset > 0 and previous_ts is None and low == offset:
+                previous = last_time(os.pread(fd, 4096, max(0, offset - 4096)), year)
+                if previous is not None and previous >= int(start_time):
+                    return None, "the log's timestamps are not in order"
+            return offset, "timestamps"
+        if ts is not None:
+            previous_ts = ts
+        offset += len(line) + 1
+    if offset >= size:
+        return size, "nothing written since the start"
+    return None, "no timestamps to place the start"
+
+
+def scan_for(fd, start, end, needles, limit=READY_SCAN):
+    """(offset, line) of the first line in [start, end) containing any needle."""
+    if limit is not None:
+        end = min(end, start + limit)
+    pos = start
+    carry = b""
+    while pos < end:
+        data = os.pread(fd, min(1024 * 1024, end - pos), pos)
+        if not data:
+            break
+        block = carry + data
+        base = pos - len(carry)
+        for needle in needles:
+            index = block.find(needle)
+            if index >= 0:
+                line_start = block.rfind(b"\n", 0, index) + 1
+                line_end = block.find(b"\n", index)
+                line = block[line_start : line_end if line_end >= 0 else len(block)]
+                return base + line_start, line.decode("utf-8", "replace")
+        cut = block.rfind(b"\n")
+        carry = block[cut + 1 :] if cut >= 0 else block
+        if len(carry) > 65536:
+            carry = carry[-65536:]
+        pos += len(data)
+    return None
+
+
+def readiness(log_path, run, record, ready_patterns, engine):
+    """Where this run's bytes begin in the log, and whether its ready line is there."""
+    st = stat_or_none(log_path)
+    if st is None:
+        return {"anchor": None, "source": "no log", "seen": None}
+    if not ready_patterns:
+        return {
+            "anchor": None,
+            "seen": None,
+            "source": "no ready line is known for this engine (set ready: in hosts.yaml)",
+        }
+    year = time.localtime(st.st_mtime).tm_year
+    try:
+        fd = open_file(log_path)
+    except OSError as error:
+        return {"anchor": None, "source": error.strerror, "seen": None}
+    try:
+        anchor, source = None, None
+        if record and (record.get("dev"), record.get("inode")) == (st.st_dev, st.st_ino):
+            anchor, source = record.get("launch_offset"), "run record"
+        elif st.st_mtime < run["start_time"] - START_SLACK:
+            anchor, source = st.st_size, "nothing written since the start"
+        else:
+            tag = None
+            if engine == "vllm":
+                tag = ("pid=%d)" % run["pid"]).encode()
+            anchor, source = find_anchor(fd, st.st_size, run["start_time"], year, tag)
+        if anchor is None:
+            return {"anchor": None, "source": source, "seen": None}
+        found = scan_for(fd, anchor, st.st_size, [p.encode() for p in ready_patterns])
+        result = {
+            "anchor": anchor,
+            "source": source,
+            "seen": found is not None,
+            "complete": st.st_size - anchor <= READY_SCAN,
+        }
+        if found is not None:
+            result["offset"], result["line"] = found
+            result["at"] = line_time(found[1].encode(), year)
+        elif not result["complete"]:
+            result["seen"] = None
+            result["source"] = "the run wrote more than %d MiB before any ready line" % (
+                READY_SCAN // (1024 * 1024)
+            )
+        return result
+    finally:
+        os.close(fd)
+
+
+def http_status(port, path="/health"):
+    try:
+        import urllib.request
+
+        url = "http://127.0.0.1:%d%s" % (port, path)  # always http on loopback
+        with urllib.request.urlopen(url, timeout=1.0) as r:  # noqa: S310
+            return r.status
+    except Exception as error:  # any failure (refused, timeout, HTTP error) is an answer
+        code = getattr(error, "code", None)
+        return code if isinstance(code, int) else None
+
+
+def last_record(record_dir):
+    path = os.path.join(os.path.expanduser(record_dir), "runs.jsonl")
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - 65536))
+            lines = handle.read().splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        try:
+            return json.loads(line.decode("utf-8"))
+        except ValueError:
+            continue
+    return None
+
+
+def matches_launch(cmdline, launch):
+    """The process runs the service's launch command: same program name and every
+    launch argument, in order (the real argv may have more)."""
+    if not launch or not cmdline:
+        return False
+    program = os.path.basename(launch[0])
+    actual = os.path.basename(cmdline[0])
+    if actual != program and not (program.startswith("python") and actual.startswith("python")):
+        return False
+    rest = iter(cmdline[1:])
+    return all(any(arg == have for have in rest) for arg in launch[1:])
+
+
+class ProcessView(object):
+    """One consistent look at the host's processes, with per-pid caches for this probe."""
+
+    def __init__(self):
+        self.boot_id, self.btime, self.hz = boot_facts()
+        self.table = process_table()
+        self.me = os.getpid()
+        self.children = {}
+        for info in self.table.values():
+            self.children.setdefault(info["ppid"], []).append(info["pid"])
+        self._files = {}
+        self._links = {}
+
+    def files(self, pid):
+        if pid not in self._files:
+            self._files[pid] = open_files(pid)
+        return self._files[pid]
+
+    def links(self, pid):
+        if pid not in self._links:
+            self._links[pid] = fd_links(pid)
+        return self._links[pid]
+
+    def alive(self, pid):
+        return pid in self.table and pid != self.me and self.table[pid]["state"] != "Z"
+
+    def descendants(self, pid):
+        out, stack = [], list(self.children.get(pid, []))
+        while stack:
+            child = stack.pop()
+            out.append(child)
+            stack.extend(self.children.get(child, []))
+        return sorted(out)
+
+    def describe(self, pid, sources):
+        info = self.table[pid]
+        files = self.files(pid)
+        try:
+            cwd = os.readlink("/proc/%d/cwd" % pid)
+        except OSError:
+            cwd = None
+        return {
+            "pid": pid,
+            "ppid": info["ppid"],
+            "pgrp": info["pgrp"],
+            "start_ticks": info["start_ticks"],
+            "start_time": self.btime + info["start_ticks"] / float(self.hz),
+            "uid": info["uid"],
+            "user": user_name(info["uid"]),
+            "cmdline": info["cmdline"],
+            "cwd": cwd,
+            "children": self.descendants(pid),
+            "sources": sorted(sources),
+            "files": files,
+            "readable": files is not None,
+        }
+
+    def roots(self, candidates):
+        """Candidates that are not below another candidate: one per run."""
+        roots = []
+        for pid in sorted(candidates):
+            parent = self.table[pid]["ppid"]
+            inside = False
+            while parent in self.table and parent > 1:
+                if parent in candidates:
+                    inside = True
+                    break
+                parent = self.table[parent]["ppid"]
+            if not inside:
+                roots.append(pid)
+        return roots
+
+
+def record_candidate(view, record):
+    """(state of babysit's last run record, its pid if that very process still runs)."""
+    if record is None:
+        return None, None
+    pid = record.get("pid")
+    if record.get("boot_id") != view.boot_id:
+        return "from an earlier boot", None
+    if pid not in view.table:
+        return "gone", None
+    if view.table[pid]["start_ticks"] != record.get("start_ticks"):
+        return "pid reused", None
+    return "running", pid
+
+
+def find_candidates(view, service):
+    """{pid: set of reasons} for processes that may be the service's run, and the
+    processes that look like it but whose files we may not read."""
+    log_path = service["log"]
+    sources = {}
+    port = service.get("port")
+    sockets = set("socket:[%d]" % inode for inode in listening_inodes(port)) if port else set()
+    log_links = (log_path, log_path + " (deleted)")
+    pattern = re.compile(service["match"]) if service.get("match") else None
+    launch = service.get("launch")
+    unreadable = []
+    for pid, info in view.table.items():
+        if not view.alive(pid) or not info["cmdline"]:
+            continue
+        if pattern is not None:
+            by_command = pattern.search(" ".join(info["cmdline"])) is not None
+        else:
+            by_command = matches_launch(info["cmdline"], launch)
+        links = view.links(pid)
+        if links is None:
+            if by_command:
+                unreadable.append(
+                    {
+                        "pid": pid,
+                        "uid": info["uid"],
+                        "user": user_name(info["uid"]),
+                        "cmdline": info["cmdline"],
+                    }
+                )
+            continue
+        if by_command:
+            sources.setdefault(pid, set()).add("command")
+        for fd, target in links:
+            if target in sockets:
+                sources.setdefault(pid, set()).add("port")
+            elif target in log_links and writes(pid, fd):
+                sources.setdefault(pid, set()).add("writes log")
+    return sources, unreadable
+
+
+def probe_service(view, service):
+    log_path = service["log"]
+    log = log_facts(log_path)
+    record = last_record(service["record_dir"]) if service.get("record_dir") else None
+    record_state, record_pid = record_candidate(view, record)
+    sources, unreadable = find_candidates(view, service)
+    if record_pid is not None and view.alive(record_pid):
+        sources.setdefault(record_pid, set()).add("record")
+    runs = []
+    for pid in view.roots(set(sources)):
+        run = view.describe(pid, sources[pid])
+        run["members"] = []
+        for child in run["children"]:
+            if child in sources:
+                run["sources"] = sorted(set(run["sources"]) | sources[child])
+            run["members"].append(view.describe(child, sources.get(child, ())))
+        if log.get("regular") and any(
+            f["write"] and (f["dev"], f["inode"]) == (log["dev"], log["inode"])
+            for member in [run, *run["members"]]
+            for f in (member["files"] or [])
+        ):
+            run["ready"] = readiness(
+                log_path,
+                run,
+                record if "record" in run["sources"] else None,
+                service.get("ready", []),
+                service.get("engine"),
+            )
+        runs.append(run)
+    health = None
+    if service.get("port") and service.get("health", True):
+        health = http_status(service["port"])
+    return {
+        "name": service["name"],
+        "log": log,
+        "runs": runs,
+        "unreadable": unreadable,
+        "record": record,
+        "record_state": record_state,
+        "health": health,
+    }
+
+
+def probe(args):
+    view = ProcessView()
+    return {
+        "boot_id": view.boot_id,
+        "boot_time": view.btime,
+        "now": time.time(),
+        "utc_offset": time.localtime().tm_gmtoff,
+        "uid": os.getuid(),
+        "hostname": os.uname()[1],
+        "services": [probe_service(view, service) for service in args.get("services", [])],
+    }
+
+
 def main(argv):
     args = json.loads(argv[0])
+    if args.get("mode") == "probe":
+        sys.stdout.write(json.dumps(probe(args)))
+        sys.stdout.write("\n")
+        return 0
     out = Output(sys.stdout.buffer)
     try:
         stdin_fd = sys.stdin.fileno()

@@ -1,0 +1,117 @@
+"""Launch simulated inference servers the way people do: `cmd >> log 2>&1 &`.
+
+Each server is a real `babysit sim` process; its stdout and stderr go to the
+log file it was given, opened for appending, exactly as a shell redirect does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def sim_argv(
+    engine: str,
+    port: int,
+    *,
+    load: float = 0.3,
+    scenario: str = "healthy",
+    extra: tuple[str, ...] = (),
+) -> list[str]:
+    model = "Qwen/Qwen3-8B"
+    return [
+        sys.executable,
+        "-m",
+        "tui",
+        "sim",
+        "--engine",
+        engine,
+        "--port",
+        str(port),
+        "--load-seconds",
+        str(load),
+        "--scenario",
+        scenario,
+        "--seed",
+        "1",
+        "--",
+        "--model-path",
+        model,
+        "--port",
+        str(port),
+        *extra,
+    ]
+
+
+class Server:
+    """A running sim whose output is appended to ``log``."""
+
+    def __init__(
+        self,
+        log: Path,
+        engine: str = "sglang",
+        *,
+        port: int | None = None,
+        load: float = 0.3,
+        scenario: str = "healthy",
+        state: Path | None = None,
+    ) -> None:
+        self.log = log
+        self.port = port or free_port()
+        env = dict(os.environ)
+        env["PYTHONPATH"] = str(REPO)
+        if state is not None:
+            env["BABYSIT_SIM_STATE"] = str(state)
+        with log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                sim_argv(engine, self.port, load=load, scenario=scenario),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=REPO,
+                env=env,
+                start_new_session=True,
+            )
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def wait_for(self, text: str, timeout: float = 20.0) -> None:
+        wait_until(
+            lambda: text in self.log.read_text(errors="replace") if self.log.exists() else False,
+            timeout,
+            f"{text!r} in {self.log}",
+        )
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+
+
+def wait_until(check: Callable[[], object], timeout: float, what: str) -> object:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.03)

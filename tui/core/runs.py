@@ -1,0 +1,471 @@
+"""Which run is this? Probe results in, one verdict and one plain line out.
+
+A run's identity is (boot id, pid, start time) — never a pid alone, never a
+name. :func:`assess` is a pure function of what the probe saw on the host
+(processes, their open files, the log's inode and readiness past this run's
+anchor); it never guesses: when it cannot tell, the verdict or the ready state
+says so.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+
+from tui.core.sanitize import printable
+from tui.core.units import human_age, human_size
+
+
+class Verdict(enum.Enum):
+    LIVE = "live"
+    STARTING = "starting"
+    STALE = "stale"
+    DEAD = "dead"
+    NO_LOG = "no-log"
+    AMBIGUOUS = "ambiguous"
+    UNKNOWN = "unknown"
+
+    @property
+    def severity(self) -> int:
+        """Higher is worse; for sorting fleets and for exit statuses."""
+        return _SEVERITY[self]
+
+    @property
+    def exit_status(self) -> int:
+        """Like monitoring plugins: 0 ok, 1 warning, 2 critical, 3 unknown."""
+        if self is Verdict.LIVE:
+            return 0
+        if self is Verdict.STARTING:
+            return 1
+        if self is Verdict.UNKNOWN:
+            return 3
+        return 2
+
+
+_SEVERITY = {
+    Verdict.LIVE: 0,
+    Verdict.STARTING: 1,
+    Verdict.NO_LOG: 2,
+    Verdict.DEAD: 3,
+    Verdict.STALE: 4,
+    Verdict.AMBIGUOUS: 5,
+    Verdict.UNKNOWN: 6,
+}
+
+
+@dataclass(frozen=True)
+class OpenFile:
+    fd: int
+    path: str
+    dev: int
+    inode: int
+    deleted: bool
+    write: bool
+
+
+@dataclass(frozen=True)
+class Process:
+    """One process as the probe saw it. ``files`` is None when we may not read them."""
+
+    pid: int
+    ppid: int
+    start_ticks: int
+    start_time: float
+    user: str | None
+    cmdline: tuple[str, ...]
+    cwd: str | None
+    sources: tuple[str, ...]
+    files: tuple[OpenFile, ...] | None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> Process:
+        files = data.get("files")
+        return cls(
+            pid=int(data["pid"]),  # type: ignore[arg-type]
+            ppid=int(data.get("ppid", 0)),  # type: ignore[arg-type]
+            start_ticks=int(data["start_ticks"]),  # type: ignore[arg-type]
+            start_time=float(data["start_time"]),  # type: ignore[arg-type]
+            user=data.get("user"),  # type: ignore[arg-type]
+            cmdline=tuple(data.get("cmdline") or ()),  # type: ignore[arg-type]
+            cwd=data.get("cwd"),  # type: ignore[arg-type]
+            sources=tuple(data.get("sources") or ()),  # type: ignore[arg-type]
+            files=None
+            if files is None
+            else tuple(
+                OpenFile(**f)
+                for f in files  # type: ignore[arg-type, union-attr]
+            ),
+        )
+
+
+@dataclass(frozen=True)
+class Ready:
+    """Readiness of one run, counted only in bytes after its anchor.
+
+    ``seen`` is None when it cannot be known (then ``source`` says why).
+    """
+
+    seen: bool | None
+    source: str
+    anchor: int | None = None
+    at: float | None = None
+    offset: int | None = None
+    line: str | None = None
+    by_http: bool = False
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object] | None) -> Ready:
+        if not data:
+            return cls(seen=None, source="the run does not write the log")
+        return cls(
+            seen=data.get("seen"),  # type: ignore[arg-type]
+            source=str(data.get("source") or ""),
+            anchor=data.get("anchor"),  # type: ignore[arg-type]
+            at=data.get("at"),  # type: ignore[arg-type]
+            offset=data.get("offset"),  # type: ignore[arg-type]
+            line=data.get("line"),  # type: ignore[arg-type]
+        )
+
+
+@dataclass(frozen=True)
+class Run:
+    """A candidate run: a root process and everything below it."""
+
+    root: Process
+    members: tuple[Process, ...]
+    ready: Ready | None
+
+    @property
+    def processes(self) -> tuple[Process, ...]:
+        return (self.root, *self.members)
+
+    @property
+    def pids(self) -> tuple[int, ...]:
+        return tuple(p.pid for p in self.processes)
+
+    def written(self, log_path: str) -> list[OpenFile]:
+        """Files at the log path (current or deleted) that this run has open for writing."""
+        return [
+            f for p in self.processes for f in (p.files or ()) if f.write and f.path == log_path
+        ]
+
+    def writes(self, dev: int, inode: int) -> bool:
+        return any(
+            f.write and (f.dev, f.inode) == (dev, inode)
+            for p in self.processes
+            for f in (p.files or ())
+        )
+
+
+@dataclass(frozen=True)
+class LogState:
+    path: str
+    exists: bool
+    dev: int | None = None
+    inode: int | None = None
+    size: int | None = None
+    mtime: float | None = None
+    first_ts: float | None = None
+    last_ts: float | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> LogState:
+        regular = bool(data.get("regular"))
+        return cls(
+            path=str(data["path"]),
+            exists=regular,
+            dev=data.get("dev") if regular else None,  # type: ignore[arg-type]
+            inode=data.get("inode") if regular else None,  # type: ignore[arg-type]
+            size=data.get("size") if regular else None,  # type: ignore[arg-type]
+            mtime=data.get("mtime") if regular else None,  # type: ignore[arg-type]
+            first_ts=data.get("first_ts"),  # type: ignore[arg-type]
+            last_ts=data.get("last_ts"),  # type: ignore[arg-type]
+        )
+
+
+@dataclass(frozen=True)
+class ServiceProbe:
+    """Everything one probe round trip saw for one service."""
+
+    host: str
+    service: str
+    engine: str
+    boot_id: str
+    observed_at: float
+    utc_offset: int
+    log: LogState
+    runs: tuple[Run, ...]
+    unreadable: tuple[Mapping[str, object], ...] = ()
+    record: Mapping[str, object] | None = None
+    record_state: str | None = None
+    health: int | None = None
+
+    @classmethod
+    def from_json(
+        cls, host: str, engine: str, top: Mapping[str, object], data: Mapping[str, object]
+    ) -> ServiceProbe:
+        runs = []
+        for run in data.get("runs") or ():  # type: ignore[union-attr]
+            runs.append(
+                Run(
+                    root=Process.from_json(run),
+                    members=tuple(Process.from_json(m) for m in run.get("members") or ()),
+                    ready=Ready.from_json(run.get("ready")) if "ready" in run else None,
+                )
+            )
+        return cls(
+            host=host,
+            service=str(data["name"]),
+            engine=engine,
+            boot_id=str(top.get("boot_id", "")),
+            observed_at=float(top.get("now", 0.0)),  # type: ignore[arg-type]
+            utc_offset=int(top.get("utc_offset", 0)),  # type: ignore[arg-type]
+            log=LogState.from_json(data["log"]),  # type: ignore[arg-type]
+            runs=tuple(runs),
+            unreadable=tuple(data.get("unreadable") or ()),  # type: ignore[arg-type]
+            record=data.get("record"),  # type: ignore[arg-type]
+            record_state=data.get("record_state"),  # type: ignore[arg-type]
+            health=data.get("health"),  # type: ignore[arg-type]
+        )
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """The verdict on one service, with the facts it rests on and when they were seen."""
+
+    host: str
+    service: str
+    verdict: Verdict
+    summary: str
+    checked_at: float
+    run: Run | None = None
+    log: LogState | None = None
+    ready: Ready | None = None
+    boot_id: str | None = None
+    others: tuple[Run, ...] = field(default_factory=tuple)
+    #: Set when the run writes another file than the one at the path (for "follow the writer").
+    writer_file: OpenFile | None = None
+    utc_offset: int = 0
+
+    @property
+    def line(self) -> str:
+        return f"{self.verdict.name.replace('_', '-')} — {self.summary}"
+
+
+def unknown(host: str, service: str, reason: str, now: float) -> Assessment:
+    return Assessment(host, service, Verdict.UNKNOWN, f"cannot tell: {reason}", now)
+
+
+class _Words:
+    """Formats times in the host's own clock, ages against the probe's clock."""
+
+    def __init__(self, probe: ServiceProbe) -> None:
+        self.zone = timezone(timedelta(seconds=probe.utc_offset))
+        self.now = probe.observed_at
+
+    def clock(self, ts: float) -> str:
+        return datetime.fromtimestamp(ts, self.zone).strftime("%H:%M:%S")
+
+    def when(self, ts: float) -> str:
+        return f"{self.clock(ts)} ({human_age(self.now - ts)} ago)"
+
+    def started(self, run: Run) -> str:
+        return f"pid {run.root.pid} (started {self.when(run.root.start_time)})"
+
+
+def assess(probe: ServiceProbe) -> Assessment:
+    """The verdict for one service from one probe. Pure: same probe, same answer."""
+    words = _Words(probe)
+    log = probe.log
+    path = printable(log.path)
+    engine = probe.engine if probe.engine != "generic" else "service"
+    base = {
+        "host": probe.host,
+        "service": probe.service,
+        "checked_at": probe.observed_at,
+        "log": log,
+        "boot_id": probe.boot_id,
+        "utc_offset": probe.utc_offset,
+    }
+    runs = list(probe.runs)
+    unreadable = _unreadable_note(probe)
+
+    if not runs:
+        if probe.unreadable:
+            return Assessment(verdict=Verdict.UNKNOWN, summary=unreadable.lstrip("; "), **base)
+        summary = f"no {engine} process on {probe.host}"
+        if not log.exists:
+            summary += f" and no log at {path}"
+        elif log.size == 0:
+            changed = words.when(log.mtime or 0)
+            summary += f"; this log is empty (inode {log.inode}, created or cut {changed})"
+        else:
+            summary += (
+                f"; this log was last written {words.when(log.mtime or 0)} by a run that is gone"
+            )
+        summary += _record_note(probe, words)
+        return Assessment(verdict=Verdict.DEAD, summary=summary + unreadable, **base)
+
+    writing_current = [r for r in runs if log.exists and r.writes(log.dev or 0, log.inode or 0)]
+    if len(writing_current) == 1:
+        run = writing_current[0]
+        others = tuple(r for r in runs if r is not run)
+        return _holding(probe, run, others=others, words=words, base=base, unreadable=unreadable)
+    if len(runs) > 1:
+        described = "; ".join(_describe_run(r, probe, words) for r in runs)
+        return Assessment(
+            verdict=Verdict.AMBIGUOUS,
+            summary=f"{len(runs)} candidate runs: {described}{unreadable}",
+            others=tuple(runs),
+            **base,
+        )
+    run = runs[0]
+    written = run.written(log.path)
+    if not log.exists:
+        doing = f"; it writes inode {written[0].inode} (deleted)" if written else ""
+        return Assessment(
+            verdict=Verdict.NO_LOG,
+            summary=f"{words.started(run)} runs, but {path} does not exist{doing}{unreadable}",
+            run=run,
+            writer_file=written[0] if written else None,
+            **base,
+        )
+    if written:
+        old = written[0]
+        state = "deleted" if old.deleted else "another file"
+        nothing = (
+            ""
+            if any(r.writes(log.dev or 0, log.inode or 0) for r in runs)
+            else (" and nothing writes it")
+        )
+        return Assessment(
+            verdict=Verdict.STALE,
+            summary=(
+                f"{words.started(run)} writes {path} ({state}, inode {old.inode}); the file "
+                f"now at that path is inode {log.inode}{nothing}{unreadable}"
+            ),
+            run=run,
+            writer_file=old,
+            **base,
+        )
+    if log.mtime is not None and log.mtime < run.root.start_time:
+        return Assessment(
+            verdict=Verdict.STALE,
+            summary=(
+                f"{words.started(run)} does not write {path}; that file was last written "
+                f"{words.when(log.mtime)}, before the process started{unreadable}"
+            ),
+            run=run,
+            **base,
+        )
+    return Assessment(
+        verdict=Verdict.STALE,
+        summary=(
+            f"{words.started(run)} runs but does not hold {path} open; the file was last "
+            f"written {words.when(log.mtime or 0)} by something else{unreadable}"
+        ),
+        run=run,
+        **base,
+    )
+
+
+def _holding(
+    probe: ServiceProbe,
+    run: Run,
+    *,
+    others: tuple[Run, ...],
+    words: _Words,
+    base: dict[str, object],
+    unreadable: str,
+) -> Assessment:
+    log = probe.log
+    ready = run.ready or Ready(seen=None, source="not probed")
+    if ready.seen is None and probe.health == 200:
+        ready = Ready(
+            seen=True, source="HTTP /health answered 200", anchor=ready.anchor, by_http=True
+        )
+    also = "".join(f"; also running: {_describe_run(r, probe, words)}" for r in others)
+    head = f"{words.started(run)} writes this log (inode {log.inode})"
+    if ready.seen:
+        when = f" since {words.clock(ready.at)}" if ready.at else ""
+        how = " (by HTTP /health; no ready line found)" if ready.by_http else ""
+        return Assessment(
+            verdict=Verdict.LIVE,
+            summary=f"{head}; ready{when}{how}{also}{unreadable}",
+            run=run,
+            ready=ready,
+            others=others,
+            **base,
+        )  # type: ignore[arg-type]
+    if ready.seen is False:
+        where = (
+            f" since this run began at offset {ready.anchor}" if ready.anchor is not None else ""
+        )
+        health = ""
+        if probe.health is not None:
+            health = f"; /health answers {probe.health}"
+        return Assessment(
+            verdict=Verdict.STARTING,
+            summary=f"{head}; not ready yet (no ready line{where}){health}{also}{unreadable}",
+            run=run,
+            ready=ready,
+            others=others,
+            **base,
+        )  # type: ignore[arg-type]
+    return Assessment(
+        verdict=Verdict.STARTING,
+        summary=f"{head}; ready: unknown ({ready.source}){also}{unreadable}",
+        run=run,
+        ready=ready,
+        others=others,
+        **base,
+    )  # type: ignore[arg-type]
+
+
+def _describe_run(run: Run, probe: ServiceProbe, words: _Words) -> str:
+    written = run.written(probe.log.path)
+    if written:
+        f = written[0]
+        what = f"writes inode {f.inode}{' (deleted)' if f.deleted else ''}"
+    else:
+        what = "holds no log"
+    return f"{words.started(run)} {what}"
+
+
+def _record_note(probe: ServiceProbe, words: _Words) -> str:
+    record = probe.record
+    if not record:
+        return ""
+    pid = record.get("pid")
+    if probe.record_state == "pid reused":
+        return f"; the last launch's pid {pid} now belongs to another process"
+    if probe.record_state == "from an earlier boot":
+        return f"; the last launch (pid {pid}) was before the host rebooted"
+    return ""
+
+
+def _unreadable_note(probe: ServiceProbe) -> str:
+    if not probe.unreadable:
+        return ""
+    parts = [f"pid {u.get('pid')} (user {u.get('user')})" for u in probe.unreadable]
+    return (
+        f"; {', '.join(parts)} looks like this service but its open files cannot be read "
+        "by this user"
+    )
+
+
+def summarize_sizes(log: LogState) -> str:
+    """``inode 5678 · 1.23 MiB`` for titles."""
+    if not log.exists:
+        return "missing"
+    return f"inode {log.inode} · {human_size(log.size or 0)}"
+
+
+def exit_status(assessments: Sequence[Assessment]) -> int:
+    """Monitoring-plugin exit status for a set of services: the worst one wins."""
+    statuses = [a.verdict.exit_status for a in assessments]
+    if 3 in statuses:
+        return 3
+    return max(statuses, default=0)
