@@ -21,6 +21,7 @@ from tui.app.widgets.log_view import LogView
 from tui.config import parse_config
 from tui.core.follow import FileInfo
 from tui.core.logcursor import EventKind, EventRow, LogEvent, LogLine, Row
+from tui.core.runs import Assessment, ServiceProbe, assess, unknown
 from tui.remote.transport import Completed, RemoteProcess, Transport
 
 SIZE = (120, 36)
@@ -126,18 +127,57 @@ def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     time.tzset()
 
 
-@pytest.fixture
-def app(utc: None) -> BabysitApp:
+PID = 67115
+STARTED = NOW - (4 * 60 + 25)  # 09:20:06, the server_args line
+LOG = "/root/sglang-serve.log"
+CMDLINE = ["python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-32B",
+           "--port", "30000", "--tp", "2"]
+
+
+def probed(*, writes: int | None, ready: bool | None, log_inode: int | None = INODE,
+           mtime: float = NOW - 1) -> Assessment:
+    """A real assessment of a made-up but self-consistent probe of kpro5/qwen."""
+    runs = []
+    if writes is not None:
+        deleted = writes != log_inode
+        runs.append({
+            "pid": PID, "ppid": 1, "start_ticks": 123456, "start_time": STARTED, "user": "root",
+            "cmdline": CMDLINE, "cwd": "/root", "sources": ["command", "port", "writes log"],
+            "files": [{"fd": 1, "path": LOG, "dev": DEV, "inode": writes, "deleted": deleted,
+                       "write": True}],
+            "members": [{"pid": PID + 1, "ppid": PID, "start_ticks": 123470,
+                         "start_time": STARTED + 1, "user": "root", "cmdline": CMDLINE,
+                         "cwd": "/root", "sources": [], "files": []}],
+            "ready": {"seen": ready, "source": "timestamps", "anchor": 0,
+                      "at": STARTED + 246 if ready else None},
+        })
+    log = ({"path": LOG, "regular": True, "dev": DEV, "inode": log_inode, "size": 1_289_748,
+            "mtime": mtime} if log_inode else {"path": LOG, "regular": False})
+    data = {"name": "qwen", "log": log, "runs": runs, "unreadable": []}
+    top = {"boot_id": "b0e1c2d3", "now": NOW, "utc_offset": 0}
+    return assess(ServiceProbe.from_json("kpro5", "sglang", top, data))
+
+
+def make_app(assessment: Assessment) -> BabysitApp:
+    async def probe() -> Assessment:
+        return assessment
+
     host = parse_config(HOSTS).hosts["kpro5"]
     return BabysitApp(host, host.services["qwen"],
                       transport_factory=lambda host, links: ConnectedTransport(),
-                      follower_factory=lambda transport: FixedFollower(), clock=lambda: NOW)
+                      follower_factory=lambda transport: FixedFollower(), clock=lambda: NOW,
+                      probe_factory=lambda transport: probe)
+
+
+@pytest.fixture
+def app(utc: None) -> BabysitApp:
+    return make_app(probed(writes=INODE, ready=True))
 
 
 async def rows_shown(pilot: Pilot[Any]) -> None:
     view = pilot.app.screen.query_one(LogView)
     for _ in range(100):
-        if len(view.buffer):
+        if len(view.buffer) and pilot.app.screen.assessment is not None:
             break
         await pilot.pause(0.01)
     await pilot.pause()
@@ -157,3 +197,18 @@ def test_host_screen_paused_on_a_search_match(app: BabysitApp, snap_compare: Any
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=search)
+
+
+@pytest.mark.parametrize(
+    "assessment",
+    [
+        pytest.param(probed(writes=INODE, ready=False), id="starting"),
+        pytest.param(probed(writes=OLD_INODE, ready=None), id="stale-writer-elsewhere"),
+        pytest.param(probed(writes=None, ready=None, mtime=NOW - 180), id="dead"),
+        pytest.param(unknown("kpro5", "qwen", "ssh root@10.0.0.15: connection refused on port "
+                             "22 (is sshd running there?)", NOW - 9), id="unknown-old"),
+    ],
+)
+def test_host_screen_banner_states(utc: None, assessment: Assessment, snap_compare: Any) -> None:
+    """The banner for each verdict: colour, the run, the plain line, and its age."""
+    assert snap_compare(make_app(assessment), terminal_size=SIZE, run_before=rows_shown)

@@ -8,7 +8,7 @@ feed the screen fixed rows, ``transport_factory`` for a stand-in link, and
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import ClassVar
 
 from textual.app import App
@@ -18,12 +18,15 @@ from tui.app.screens.host import HostScreen, RowSource
 from tui.config import Host, Service
 from tui.core.follow import Start
 from tui.remote import SshLinks, Transport, open_transport
+from tui.core.runs import Assessment
 from tui.remote.follow import Follower
+from tui.remote.probe import probe_host
 
 #: Lines shown from before the app started.
 DEFAULT_TAIL = 500
 
 FollowerFactory = Callable[[Transport], RowSource]
+ProbeFactory = Callable[[Transport], Callable[[], Awaitable[Assessment]]]
 TransportFactory = Callable[[Host, SshLinks], Transport]
 
 
@@ -44,6 +47,8 @@ class BabysitApp(App[int]):
         start: Start | None = None,
         clock: Callable[[], float] = time.time,
         transport_factory: TransportFactory = open_transport,
+        probe_factory: ProbeFactory | None = None,
+        probe_interval: float = 2.0,
     ) -> None:
         super().__init__()
         self.host = host
@@ -53,16 +58,36 @@ class BabysitApp(App[int]):
         self.links = SshLinks()
         self._follower_factory = follower_factory or self._follower
         self._transport_factory = transport_factory
+        self._probe_factory = probe_factory or self._probe
+        self.probe_interval = probe_interval
 
     def _follower(self, transport: Transport) -> RowSource:
         return Follower(transport, self.service.log, label=self.service.label, start=self.start)
+
+    def _probe(self, transport: Transport) -> Callable[[], Awaitable[Assessment]]:
+        async def probe() -> Assessment:
+            (assessment,) = await probe_host(transport, self.host, [self.service])
+            return assessment
+
+        return probe
+
+    def _writer_follower(self, transport: Transport) -> Callable[[int], RowSource]:
+        def follow_pid(pid: int) -> RowSource:
+            return Follower(transport, self.service.log, label=self.service.label,
+                            start=self.start, pid=pid)
+
+        return follow_pid
 
     def on_mount(self) -> None:
         # Opening a transport only builds it; connecting happens in the follower's worker.
         transport = self._transport_factory(self.host, self.links)
         follower = self._follower_factory(transport)
-        self.push_screen(HostScreen(self.host, self.service, transport, follower,
-                                    clock=self.clock))
+        self.push_screen(HostScreen(
+            self.host, self.service, transport, follower, clock=self.clock,
+            probe=self._probe_factory(transport),
+            writer_follower=self._writer_follower(transport),
+            probe_interval=self.probe_interval,
+        ))
 
     async def on_unmount(self) -> None:
         await self.links.close()

@@ -55,6 +55,8 @@ class EventKind(enum.Enum):
     DISCONNECTED = "disconnected"
     RECONNECTED = "reconnected"
     RESUMED = "resumed"
+    #: The verdict on which run this is changed (live → dead, …).
+    VERDICT = "verdict"
     ERROR = "error"
 
 

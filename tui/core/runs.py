@@ -253,6 +253,16 @@ class Assessment:
     def line(self) -> str:
         return f"{self.verdict.name.replace('_', '-')} — {self.summary}"
 
+    @property
+    def writer_pid(self) -> int | None:
+        """The pid in the run that holds :attr:`writer_file` open for writing."""
+        if self.run is None or self.writer_file is None:
+            return None
+        for process in self.run.processes:
+            if self.writer_file in (process.files or ()):
+                return process.pid
+        return self.run.root.pid
+
 
 def unknown(host: str, service: str, reason: str, now: float) -> Assessment:
     return Assessment(host, service, Verdict.UNKNOWN, f"cannot tell: {reason}", now)
@@ -272,7 +282,10 @@ class _Words:
         return f"{self.clock(ts)} ({human_age(self.now - ts)} ago)"
 
     def started(self, run: Run) -> str:
-        return f"pid {run.root.pid} (started {self.when(run.root.start_time)})"
+        start = run.root.start_time
+        return (
+            f"pid {run.root.pid} (started {self.clock(start)}, {human_age(self.now - start)} ago)"
+        )
 
 
 def assess(probe: ServiceProbe) -> Assessment:

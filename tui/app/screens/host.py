@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import ClassVar, Protocol
 
 from textual import on
@@ -26,16 +26,23 @@ from textual.worker import Worker, WorkerError, WorkerState
 
 from tui.app.widgets.host_header import HostHeader
 from tui.app.widgets.log_view import LogView
+from tui.app.widgets.run_banner import RunBanner
 from tui.app.widgets.search_bar import SearchBar
 from tui.config import Host, Service
 from tui.core.follow import FileInfo
 from tui.core.logcursor import EventKind, EventRow, LogEvent, Row
+from tui.core.runs import Assessment
 from tui.core.sanitize import printable
 from tui.errors import BabysitError
 from tui.remote.transport import Transport
 
 #: Seconds to wait, when the screen closes, for the follower to end its agent.
 FOLLOWER_STOP_TIMEOUT = 3.0
+#: Seconds between two probes of which run this is (a probe re-arms only once done).
+PROBE_INTERVAL = 2.0
+
+Probe = Callable[[], Awaitable[Assessment]]
+WriterFollower = Callable[[int], "RowSource"]
 
 
 class RowSource(Protocol):
@@ -52,6 +59,7 @@ class HostScreen(Screen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "open_search", "search", key_display="/", id="host.search"),
+        Binding("w", "follow_writer", "follow writer", id="host.follow_writer"),
     ]
 
     def __init__(
@@ -62,6 +70,9 @@ class HostScreen(Screen[None]):
         follower: RowSource,
         *,
         clock: Callable[[], float] = time.time,
+        probe: Probe | None = None,
+        writer_follower: WriterFollower | None = None,
+        probe_interval: float = PROBE_INTERVAL,
     ) -> None:
         super().__init__()
         self.host = host
@@ -69,6 +80,10 @@ class HostScreen(Screen[None]):
         self.transport = transport
         self.follower = follower
         self.clock = clock
+        self.probe = probe
+        self.writer_follower = writer_follower
+        self.probe_interval = probe_interval
+        self.assessment: Assessment | None = None
         self._follower_worker: Worker[None] | None = None
 
     @property
@@ -83,7 +98,8 @@ class HostScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield HostHeader(self.where, self.transport.status_text, self.clock, id="header")
         with Vertical(id="panes"):
-            # Later: RunBanner, then LaunchPane beside MetricsPane, all height: auto.
+            yield RunBanner(self.clock, id="banner")
+            # Later: LaunchPane beside MetricsPane, height: auto.
             yield Static(id="problem")
             yield LogView(self.service.log, id="log")
             yield SearchBar(id="search")
@@ -91,6 +107,19 @@ class HostScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.log_view.focus()
+        self._start_following()
+        if self.probe is None:
+            self.query_one(RunBanner).display = False
+        else:
+            self.run_worker(
+                self._watch_run(),
+                name=f"probe {self.service.label}",
+                group=f"probe:{self.host.name}",
+                exclusive=True,
+                exit_on_error=False,
+            )
+
+    def _start_following(self) -> None:
         self._follower_worker = self.run_worker(
             self._follow(),
             name=f"follow {self.service.label}",
@@ -98,6 +127,49 @@ class HostScreen(Screen[None]):
             exclusive=True,
             exit_on_error=False,
         )
+
+    async def _watch_run(self) -> None:
+        """Probe which run this is, show it, and note every change of verdict in the log."""
+        assert self.probe is not None
+        while True:
+            assessment = await self.probe()
+            self.show_assessment(assessment)
+            await asyncio.sleep(self.probe_interval)
+
+    def show_assessment(self, assessment: Assessment) -> None:
+        previous, self.assessment = self.assessment, assessment
+        shown = self.follower.file.inode if self.follower.file else None
+        self.query_one(RunBanner).show(assessment, shown)
+        if previous is not None and previous.verdict is not assessment.verdict:
+            old, new = previous.verdict.name, assessment.verdict.name
+            self.log_view.add_rows([EventRow(LogEvent(
+                EventKind.VERDICT, f"{old} → {new}: {assessment.summary}", self.clock()
+            ))])
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "follow_writer":
+            a = self.assessment
+            if self.writer_follower is None or a is None or a.writer_file is None:
+                return False
+            shown = self.follower.file.inode if self.follower.file else None
+            return True if shown != a.writer_file.inode else None
+        return True
+
+    async def action_follow_writer(self) -> None:
+        """Follow the file the run actually writes (deleted or renamed), through its fd."""
+        a = self.assessment
+        if self.writer_follower is None or a is None or a.writer_pid is None:
+            return
+        worker = self._follower_worker
+        if worker is not None and not worker.is_finished:
+            worker.cancel()
+            with contextlib.suppress(WorkerError, asyncio.TimeoutError):
+                await asyncio.wait_for(worker.wait(), FOLLOWER_STOP_TIMEOUT)
+        self.follower = self.writer_follower(a.writer_pid)
+        self._start_following()
+        self.query_one(RunBanner).show(a, None)
+        self.refresh_bindings()
 
     async def on_unmount(self) -> None:
         """Stop following and let the follower end its agent before the loop goes."""

@@ -1,0 +1,90 @@
+"""The banner on a real run: verdicts from real probes, changes noted in the log, `w` follows the writer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from support.servers import Server
+from textual.pilot import Pilot
+
+from tui.app.app import BabysitApp
+from tui.app.screens.host import HostScreen
+from tui.app.widgets.log_view import LogView
+from tui.app.widgets.run_banner import RunBanner
+from tui.config import parse_config
+from tui.core.logcursor import EventKind, EventRow, LogLine
+from tui.core.runs import Verdict
+
+READY = "The server is fired up and ready to roll!"
+
+
+def app_for(log: Path, server: Server) -> BabysitApp:
+    host = parse_config(
+        "hosts:\n  gpu:\n    local: true\n    services:\n"
+        f"      qwen:\n        engine: sglang\n        log: {json.dumps(str(log))}\n"
+        f"        match: 'tui sim .*--port {server.port} '\n"
+    ).hosts["gpu"]
+    return BabysitApp(host, host.services["qwen"], probe_interval=0.2)
+
+
+async def until(pilot: Pilot[Any], check: Any, what: str, timeout: float = 15.0) -> None:
+    for _ in range(int(timeout / 0.05)):
+        if check():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def screen_of(pilot: Pilot[Any]) -> HostScreen:
+    screen = pilot.app.screen
+    assert isinstance(screen, HostScreen)
+    return screen
+
+
+async def test_banner_follows_the_run_and_w_follows_the_writer(tmp_path: Path) -> None:
+    log = tmp_path / "serve.log"
+    server = Server(log)
+    try:
+        server.wait_for(READY)
+        app = app_for(log, server)
+        async with app.run_test(size=(120, 36)) as pilot:
+            screen = screen_of(pilot)
+
+            def verdict() -> Verdict | None:
+                return screen.assessment.verdict if screen.assessment else None
+
+            await until(pilot, lambda: verdict() is Verdict.LIVE, "LIVE")
+            banner = screen.query_one(RunBanner)
+            assert banner.has_class("-live")
+            assert f"pid {server.pid}" in str(banner.render())
+
+            old_inode = log.stat().st_ino
+            log.unlink()
+            log.write_text("an impostor wrote this\n")
+            await until(pilot, lambda: verdict() is Verdict.STALE, "STALE")
+            view = screen.query_one(LogView)
+            await until(pilot, lambda: view.file is not None and view.file.inode != old_inode,
+                        "the pane to switch to the new file")
+            assert "press w to follow the writer" in str(banner.render())
+            changes = [r for r in view.buffer if isinstance(r, EventRow)
+                       and r.event.kind is EventKind.VERDICT]
+            assert changes and changes[-1].event.message.startswith("LIVE → STALE: ")
+
+            await pilot.press("w")
+            await until(pilot, lambda: view.file is not None and view.file.inode == old_inode,
+                        "the pane to follow the writer's deleted file")
+            assert view.file is not None and view.file.writer_pid == server.pid
+            writer_rows = [r for r in view.buffer if isinstance(r, EventRow)
+                           and r.event.kind is EventKind.WRITER]
+            assert writer_rows[-1].event.message == (
+                f"following pid {server.pid}'s stdout: {log} (deleted)"
+            )
+            assert any(isinstance(r, LogLine) and READY in r.text for r in view.buffer)
+
+            server.kill()
+            await until(pilot, lambda: verdict() is Verdict.DEAD, "DEAD")
+            assert banner.has_class("-bad")
+    finally:
+        server.kill()
