@@ -1,4 +1,4 @@
-"""The banner on a real run: verdicts from real probes, changes noted in the log, `w` follows the writer."""
+"""The banner on a real run: real probes, verdict changes in the log, `w` follows the writer."""
 
 from __future__ import annotations
 
@@ -65,19 +65,31 @@ async def test_banner_follows_the_run_and_w_follows_the_writer(tmp_path: Path) -
             log.write_text("an impostor wrote this\n")
             await until(pilot, lambda: verdict() is Verdict.STALE, "STALE")
             view = screen.query_one(LogView)
-            await until(pilot, lambda: view.file is not None and view.file.inode != old_inode,
-                        "the pane to switch to the new file")
+            await until(
+                pilot,
+                lambda: view.file is not None and view.file.inode != old_inode,
+                "the pane to switch to the new file",
+            )
             assert "press w to follow the writer" in str(banner.render())
-            changes = [r for r in view.buffer if isinstance(r, EventRow)
-                       and r.event.kind is EventKind.VERDICT]
+            changes = [
+                r
+                for r in view.buffer
+                if isinstance(r, EventRow) and r.event.kind is EventKind.VERDICT
+            ]
             assert changes and changes[-1].event.message.startswith("LIVE → STALE: ")
 
             await pilot.press("w")
-            await until(pilot, lambda: view.file is not None and view.file.inode == old_inode,
-                        "the pane to follow the writer's deleted file")
+            await until(
+                pilot,
+                lambda: view.file is not None and view.file.inode == old_inode,
+                "the pane to follow the writer's deleted file",
+            )
             assert view.file is not None and view.file.writer_pid == server.pid
-            writer_rows = [r for r in view.buffer if isinstance(r, EventRow)
-                           and r.event.kind is EventKind.WRITER]
+            writer_rows = [
+                r
+                for r in view.buffer
+                if isinstance(r, EventRow) and r.event.kind is EventKind.WRITER
+            ]
             assert writer_rows[-1].event.message == (
                 f"following pid {server.pid}'s stdout: {log} (deleted)"
             )

@@ -17,8 +17,8 @@ from textual.binding import Binding, BindingType
 from tui.app.screens.host import HostScreen, RowSource
 from tui.config import Host, Service
 from tui.core.follow import Start
-from tui.remote import SshLinks, Transport, open_transport
 from tui.core.runs import Assessment
+from tui.remote import SshLinks, Transport, open_transport
 from tui.remote.follow import Follower
 from tui.remote.probe import probe_host
 
@@ -73,8 +73,9 @@ class BabysitApp(App[int]):
 
     def _writer_follower(self, transport: Transport) -> Callable[[int], RowSource]:
         def follow_pid(pid: int) -> RowSource:
-            return Follower(transport, self.service.log, label=self.service.label,
-                            start=self.start, pid=pid)
+            return Follower(
+                transport, self.service.log, label=self.service.label, start=self.start, pid=pid
+            )
 
         return follow_pid
 
@@ -82,12 +83,18 @@ class BabysitApp(App[int]):
         # Opening a transport only builds it; connecting happens in the follower's worker.
         transport = self._transport_factory(self.host, self.links)
         follower = self._follower_factory(transport)
-        self.push_screen(HostScreen(
-            self.host, self.service, transport, follower, clock=self.clock,
-            probe=self._probe_factory(transport),
-            writer_follower=self._writer_follower(transport),
-            probe_interval=self.probe_interval,
-        ))
+        self.push_screen(
+            HostScreen(
+                self.host,
+                self.service,
+                transport,
+                follower,
+                clock=self.clock,
+                probe=self._probe_factory(transport),
+                writer_follower=self._writer_follower(transport),
+                probe_interval=self.probe_interval,
+            )
+        )
 
     async def on_unmount(self) -> None:
         await self.links.close()

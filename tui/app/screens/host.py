@@ -130,9 +130,9 @@ class HostScreen(Screen[None]):
 
     async def _watch_run(self) -> None:
         """Probe which run this is, show it, and note every change of verdict in the log."""
-        assert self.probe is not None
-        while True:
-            assessment = await self.probe()
+        probe = self.probe
+        while probe is not None:
+            assessment = await probe()
             self.show_assessment(assessment)
             await asyncio.sleep(self.probe_interval)
 
@@ -142,9 +142,15 @@ class HostScreen(Screen[None]):
         self.query_one(RunBanner).show(assessment, shown)
         if previous is not None and previous.verdict is not assessment.verdict:
             old, new = previous.verdict.name, assessment.verdict.name
-            self.log_view.add_rows([EventRow(LogEvent(
-                EventKind.VERDICT, f"{old} → {new}: {assessment.summary}", self.clock()
-            ))])
+            self.log_view.add_rows(
+                [
+                    EventRow(
+                        LogEvent(
+                            EventKind.VERDICT, f"{old} → {new}: {assessment.summary}", self.clock()
+                        )
+                    )
+                ]
+            )
         self.refresh_bindings()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

@@ -48,14 +48,16 @@ from tui.core.sanitize import clean_line, printable
 from tui.core.units import human_size
 
 #: Event kinds drawn as warnings; errors get their own class; the rest are quiet.
-WARNING_EVENTS = frozenset({
-    EventKind.TRUNCATED,
-    EventKind.REPLACED,
-    EventKind.DELETED,
-    EventKind.MISSING,
-    EventKind.DISCONNECTED,
-    EventKind.WRITER_GONE,
-})
+WARNING_EVENTS = frozenset(
+    {
+        EventKind.TRUNCATED,
+        EventKind.REPLACED,
+        EventKind.DELETED,
+        EventKind.MISSING,
+        EventKind.DISCONNECTED,
+        EventKind.WRITER_GONE,
+    }
+)
 TAB_SIZE = 8
 RULE = "─"
 
@@ -78,8 +80,11 @@ def file_title(info: FileInfo | None, path: str) -> str:
     """``/root/sglang-serve.log · inode 5678 · 1.23 MiB`` (+ deleted, + writer pid)."""
     if info is None:
         return f"{printable(path)} · not open yet"
-    parts = [printable(info.path) + (" (deleted)" if info.deleted else ""),
-             f"inode {info.inode}", human_size(info.size)]
+    parts = [
+        printable(info.path) + (" (deleted)" if info.deleted else ""),
+        f"inode {info.inode}",
+        human_size(info.size),
+    ]
     if info.writer_pid is not None:
         parts.append(f"following pid {info.writer_pid}")
     return " · ".join(parts)
@@ -214,7 +219,7 @@ class LogView(ScrollView, can_focus=True):
         self._width = max(self._width, widest)
         if self.search is not None:
             self.search.forget_before(self.buffer.first_index)
-            kept = rows[max(0, self.buffer.first_index - start):]
+            kept = rows[max(0, self.buffer.first_index - start) :]
             self.search.scan(kept, max(start, self.buffer.first_index))
         for row in rows:
             if isinstance(row, EventRow):

@@ -46,8 +46,9 @@ def banner_lines(a: Assessment, now: float, shown_inode: int | None = None) -> l
         root = a.run.root
         children = len(a.run.pids) - 1
         facts.append(f"pid {root.pid}" + (f" +{children}" if children else ""))
-        facts.append(f"started {clock(root.start_time)} "
-                     f"({human_age(a.checked_at - root.start_time)})")
+        facts.append(
+            f"started {clock(root.start_time)} ({human_age(a.checked_at - root.start_time)})"
+        )
     if a.log is not None:
         facts.append(f"log inode {a.log.inode}" if a.log.exists else "no log file")
     if a.ready is not None and a.verdict in (Verdict.LIVE, Verdict.STARTING):

@@ -32,8 +32,9 @@ class SearchBar(Horizontal):
 
     def compose(self) -> ComposeResult:
         yield Label(Content("/"), id="search-prompt")
-        yield Input(placeholder="find in the log: Enter finds, Esc closes",
-                    compact=True, id="search-input")
+        yield Input(
+            placeholder="find in the log: Enter finds, Esc closes", compact=True, id="search-input"
+        )
 
     def open(self, term: str) -> None:
         """Show the prompt with ``term`` in it, focused."""
