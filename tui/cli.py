@@ -23,6 +23,8 @@ VERBS: dict[str, tuple[str, str]] = {
     "status": ("say which run each service's log belongs to: live, starting, stale, dead, …",
                "tui.commands.status"),
     "tail": ("print and follow a service's log, anchored to inode and offset", "tui.commands.tail"),
+    "parse": ("parse a saved SGLang/vLLM log offline: metric lines and a summary per metric",
+              "tui.commands.parse"),
     "sim": ("run a simulated SGLang/vLLM server or nvidia-smi (tests, demo)", "tui.sim.cli"),
 }
 
