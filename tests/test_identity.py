@@ -288,7 +288,9 @@ async def test_one_refresh_is_one_round_trip_over_ssh(
     finally:
         await links.close()
     assert after - before == 1
-    assert [r.verdict for r in results] == [Verdict.LIVE, Verdict.DEAD]
+    assert [r.verdict for r in results] == [Verdict.LIVE, Verdict.DEAD], [
+        r.line for r in results
+    ]
 
 
 def test_status_cli_text_json_and_exit_codes(

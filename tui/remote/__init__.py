@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from tui.config import Host, TransportKind
 from tui.errors import ConfigError
+from tui.remote.links import SshLinks
 from tui.remote.local import LocalTransport
-from tui.remote.pct import PctTransport
-from tui.remote.ssh import SshLinks, SshTransport
 from tui.remote.transport import Completed, RemoteProcess, Transport
 
 
@@ -18,7 +17,11 @@ def open_transport(host: Host, links: SshLinks) -> Transport:
         raise ConfigError(f"{host.source}: hosts.{host.name}: no SSH endpoint")
     link = links.get(host.ssh)
     if host.transport is TransportKind.PCT and host.vmid is not None:
+        from tui.remote.pct import PctTransport
+
         return PctTransport(link, host.vmid)
+    from tui.remote.ssh import SshTransport
+
     return SshTransport(link)
 
 

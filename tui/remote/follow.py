@@ -23,8 +23,8 @@ from tui.core.follow import FileInfo, FollowState, Start
 from tui.core.frames import FrameDecoder, FrameError
 from tui.core.logcursor import EventKind, EventRow, LogEvent, Row
 from tui.errors import AuthError, HostKeyError, TransportError
+from tui.remote.backoff import backoff_delay
 from tui.remote.local import LocalTransport
-from tui.remote.ssh import backoff_delay
 from tui.remote.transport import Transport
 
 AGENT_PATH = Path(__file__).with_name("agent.py")

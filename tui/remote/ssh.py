@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import enum
 import os
-import random
 import socket
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -28,6 +27,7 @@ import asyncssh
 
 from tui.config import HostKeyPolicy, SshEndpoint
 from tui.errors import AuthError, CommandTimeout, HostKeyError, HostUnreachable, TransportError
+from tui.remote.backoff import BACKOFF_CAP, backoff_delay
 from tui.remote.transport import (
     Completed,
     RemoteProcess,
@@ -36,10 +36,6 @@ from tui.remote.transport import (
     with_lifeline,
 )
 
-#: Backoff between reconnect attempts: BASE * 2**n seconds, at most CAP, times a
-#: random factor in [0.5, 1) so many clients that lost one server do not return in step.
-BACKOFF_BASE = 0.5
-BACKOFF_CAP = 30.0
 #: Missed keepalive answers before the link is declared lost.
 KEEPALIVE_COUNT_MAX = 3
 #: Channels one link runs at once for run(); OpenSSH allows 10 sessions per
@@ -72,12 +68,6 @@ class LinkStatus:
         if self.state is LinkState.FAILED and self.error:
             return f"failed: {self.error}"
         return self.state.value
-
-
-def backoff_delay(attempt: int, rng: random.Random | None = None) -> float:
-    """Seconds to wait before reconnect attempt ``attempt`` (0-based): capped, jittered."""
-    rng = rng or random
-    return min(BACKOFF_CAP, BACKOFF_BASE * 2**attempt) * rng.uniform(0.5, 1.0)
 
 
 class _Client(asyncssh.SSHClient):
@@ -466,21 +456,4 @@ class SshTransport(Transport):
                 await asyncio.shield(asyncio.wait_for(process.wait_closed(), 5))
 
 
-class SshLinks:
-    """One :class:`SshLink` per endpoint, shared by every host reached through it."""
-
-    def __init__(self) -> None:
-        self._links: dict[SshEndpoint, SshLink] = {}
-
-    def get(self, endpoint: SshEndpoint) -> SshLink:
-        link = self._links.get(endpoint)
-        if link is None:
-            link = self._links[endpoint] = SshLink(endpoint)
-        return link
-
-    def __iter__(self):
-        return iter(list(self._links.values()))
-
-    async def close(self) -> None:
-        await asyncio.gather(*(link.close() for link in self._links.values()))
-        self._links.clear()
+__all__ = ["BACKOFF_CAP", "LinkState", "LinkStatus", "SshLink", "SshTransport", "backoff_delay"]
