@@ -1,0 +1,157 @@
+"""``babysit sim``: run a simulated SGLang or vLLM server, or answer as ``nvidia-smi``.
+
+Synopsis::
+
+    babysit sim --engine sglang|vllm [--engine-version V] [--port P] [--load-seconds S]
+                [--scenario NAME] [--seed N] [--tp N] [--stats-interval S] [-- SERVER FLAGS...]
+    babysit sim nvidia-smi [--query-gpu=F,... | --query-compute-apps=F,... | -L] [--format=csv,...]
+
+Everything after ``--`` is kept verbatim in the process's argv (so
+``/proc/PID/cmdline`` shows it) and read the way the engine would read it:
+``--model-path``/``--model``, ``--tp``/``--tensor-parallel-size``, ``--port``,
+``--host``, ``--speculative-algorithm`` and friends (SGLang),
+``--speculative-config '{...}'`` (vLLM), ``--mem-fraction-static``,
+``--gpu-memory-utilization``, ``--max-running-requests``, ``--max-num-seqs``,
+``--enable-metrics``, ``--decode-log-interval``, ``--disable-log-stats``,
+``--enforce-eager``, ``--disable-cuda-graph``. The sim's own ``--port``/``--tp``
+win over the server flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+
+from tui.sim.engine import SCENARIOS, EngineKind, Scenario, SimConfig
+from tui.sim.flags import parse_flags
+from tui.sim.version import Version
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="babysit sim",
+        description="Run a simulated SGLang/vLLM server in the foreground (log on stdout/stderr, "
+        "HTTP on 127.0.0.1), or `babysit sim nvidia-smi ...` for the nvidia-smi stand-in.",
+        epilog="Server flags go after `--`, e.g. babysit sim --engine sglang -- "
+        "--model-path Qwen/Qwen3-8B --speculative-algorithm NEXTN",
+    )
+    parser.add_argument("--engine", choices=("sglang", "vllm"), required=True)
+    parser.add_argument(
+        "--engine-version",
+        metavar="V",
+        help="release whose log format to follow (sglang 0.4.0-0.5.18, default "
+        "0.5.11; vllm 0.6.0-0.7.3 and 0.8.5-0.33.x, default 0.20.0)",
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        metavar="P",
+        help="HTTP port (default: --port among the server flags, else 30000 / 8000; "
+        "0 picks a free one)",
+    )
+    parser.add_argument(
+        "--load-seconds",
+        type=float,
+        default=8.0,
+        metavar="S",
+        help="how long startup takes, first line to ready line (default 8)",
+    )
+    parser.add_argument(
+        "--scenario",
+        default="healthy",
+        metavar="NAME",
+        help=f"one of {', '.join(SCENARIOS)} (default healthy)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        metavar="N",
+        help="make every number in the output repeatable (timestamps, pids and client ports aside)",
+    )
+    parser.add_argument(
+        "--tp",
+        type=int,
+        metavar="N",
+        help="tensor parallel size: N-1 child processes that die with this one "
+        "(default: --tp/--tensor-parallel-size among the server flags, else 1)",
+    )
+    parser.add_argument(
+        "--stats-interval",
+        type=float,
+        metavar="S",
+        help="vLLM stats line period (default $VLLM_LOG_STATS_INTERVAL or 10; 5 for V0)",
+    )
+    return parser
+
+
+def engine_kind(name: str) -> EngineKind:
+    """The engine module's description, imported only when asked for."""
+    module = importlib.import_module(f"tui.sim.{name}")
+    kind: EngineKind = module.KIND
+    return kind
+
+
+def parse_config(argv: list[str]) -> SimConfig:
+    """Turn ``babysit sim`` arguments into a config; argparse exits 2 on bad input."""
+    if "--" in argv:
+        cut = argv.index("--")
+        own, server = argv[:cut], argv[cut + 1 :]
+    else:
+        own, server = argv, []
+    parser = build_parser()
+    args = parser.parse_args(own)
+    kind = engine_kind(args.engine)
+    try:
+        version = Version.parse(args.engine_version or kind.default_version)
+    except ValueError as error:
+        parser.error(str(error))
+    if not kind.supports(version):
+        parser.error(
+            f"{args.engine} {version} is not simulated; supported: {kind.describe_releases()}"
+        )
+    try:
+        scenario = Scenario.parse(args.scenario)
+    except ValueError as error:
+        parser.error(str(error))
+    flags = parse_flags(server, kind.aliases)
+    port = args.port
+    if port is None:
+        flag_port = flags.get("port")
+        port = flag_port if isinstance(flag_port, int) else kind.default_port
+    tp = args.tp
+    if tp is None:
+        flag_tp = flags.get(*kind.tp_flags)
+        tp = flag_tp if isinstance(flag_tp, int) else 1
+    if not 1 <= tp <= 64:
+        parser.error("--tp must be between 1 and 64")
+    if not 0 <= port <= 65535:
+        parser.error("--port must be between 0 and 65535")
+    if args.load_seconds < 0:
+        parser.error("--load-seconds must not be negative")
+    if args.stats_interval is not None and args.stats_interval <= 0:
+        parser.error("--stats-interval must be positive")
+    flag_host = flags.get("host")
+    return SimConfig(
+        engine=args.engine,
+        version=version,
+        port=port,
+        bind_host=flag_host if isinstance(flag_host, str) else "127.0.0.1",
+        load_seconds=args.load_seconds,
+        scenario=scenario,
+        seed=args.seed,
+        tp=tp,
+        stats_interval=args.stats_interval,
+        flags=flags,
+    )
+
+
+def main(argv: list[str]) -> int:
+    """Entry point of ``babysit sim``; returns the exit status."""
+    if argv and argv[0] == "nvidia-smi":
+        from tui.sim import nvidia_smi
+
+        return nvidia_smi.main(argv[1:])
+    cfg = parse_config(list(argv))
+    from tui.sim.server import SimServer
+
+    return SimServer(cfg, engine_kind(cfg.engine).factory).run()

@@ -1,0 +1,477 @@
+"""What the SGLang and vLLM simulations share: config, scenarios, the host interface, HTTP.
+
+An :class:`Engine` turns events (a startup step is due, the load model
+advanced, a signal arrived, an HTTP request came in) into the lines and
+answers of one engine and version. It never sleeps and never touches
+sockets: :class:`tui.sim.server.SimServer` owns time, processes and I/O and
+calls the engine from its main thread (HTTP answers come from server threads).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from tui.sim.flags import ModelInfo, ServerFlags
+from tui.sim.gpus import GpuSpec
+from tui.sim.load import Advance, LoadModel, LoadProfile, Request
+from tui.sim.out import Output
+from tui.sim.version import Version
+
+SCENARIOS = ("healthy", "spec-off", "oom", "crash-after:S", "ignore-sigterm", "slow-load", "repeat")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """How this run misbehaves. ``crash_after`` (seconds after ready) only for crash-after."""
+
+    name: str = "healthy"
+    crash_after: float | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Scenario:
+        name, _, arg = text.partition(":")
+        if name == "crash-after":
+            try:
+                seconds = float(arg)
+            except ValueError:
+                raise ValueError("crash-after needs seconds, e.g. crash-after:30") from None
+            if not 0 <= seconds < float("inf"):
+                raise ValueError("crash-after needs a finite, non-negative number of seconds")
+            return cls(name, seconds)
+        if arg or name not in SCENARIOS:
+            raise ValueError(f"unknown scenario {text!r}; choose from {', '.join(SCENARIOS)}")
+        return cls(name)
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """One simulated server as asked for on the command line. Invariant: ``tp >= 1``."""
+
+    engine: str
+    version: Version
+    port: int
+    bind_host: str
+    load_seconds: float
+    scenario: Scenario
+    seed: int | None
+    tp: int
+    stats_interval: float | None
+    flags: ServerFlags
+
+
+@dataclass(frozen=True)
+class Response:
+    """An HTTP answer. ``body`` is sent as is."""
+
+    status: int
+    body: bytes = b""
+    content_type: str = "application/json"
+
+    @classmethod
+    def json(cls, status: int, payload: object) -> Response:
+        return cls(status, json.dumps(payload).encode())
+
+
+NOT_FOUND = Response(404, b'{"detail":"Not Found"}')
+PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
+METHOD_NOT_ALLOWED = Response(405, b'{"detail":"Method Not Allowed"}')
+#: one HTTP route: the request body in, the answer out (may block on the load model)
+Handler = Callable[[bytes], Response]
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """GiB per rank at each loading stage. Invariant: every part is non-negative."""
+
+    total: float
+    context: float
+    weights: float
+    kv: float
+    graph: float
+    kv_tokens: int
+
+    def used_after(self, stage: str) -> float:
+        parts = {"context": 1, "weights": 2, "kv": 3, "graph": 4}[stage]
+        return sum((self.context, self.weights, self.kv, self.graph)[:parts])
+
+
+@dataclass(frozen=True)
+class EngineKind:
+    """What the command line needs to know about an engine before building one."""
+
+    name: str
+    default_version: str
+    default_port: int
+    aliases: Mapping[str, str]
+    tp_flags: tuple[str, ...]
+    releases: tuple[tuple[Version, Version], ...]
+    factory: Callable[[SimConfig, Host], Engine]
+
+    def supports(self, version: Version) -> bool:
+        return any(low <= version <= high for low, high in self.releases)
+
+    def describe_releases(self) -> str:
+        return " and ".join(f"{low} to {high}" for low, high in self.releases)
+
+
+class Host(Protocol):
+    """What an engine may ask of the server that runs it (see SimServer)."""
+
+    out: Output
+    rng: random.Random
+    pid: int
+    port: int
+    load: LoadModel
+    ready: bool
+    ready_at: float | None
+    http_logging: bool
+    gpus: Sequence[GpuSpec]
+
+    def schedule(self, delay: float, action: Callable[[], None]) -> None: ...
+    def set_memory(self, per_rank_gib: Sequence[float]) -> None: ...
+    def set_phase(self, phase: str) -> None: ...
+    def mark_ready(self, announce: Callable[[], None]) -> None: ...
+    def is_ready(self) -> bool: ...
+    def finish(self, status: int | None, *, sigkill: bool = False) -> None: ...
+    def child_pid(self, rank: int) -> int: ...
+
+
+_WORDS = [
+    "the",
+    "model",
+    "answers",
+    "each",
+    "request",
+    "with",
+    "a",
+    "steady",
+    "stream",
+    "of",
+    "tokens",
+    "while",
+    "the",
+    "scheduler",
+    "keeps",
+    "the",
+    "batch",
+    "full",
+    "and",
+    "the",
+    "cache",
+    "warm",
+    "so",
+    "that",
+    "every",
+    "user",
+    "sees",
+    "the",
+    "first",
+    "word",
+    "quickly",
+    "and",
+    "the",
+    "rest",
+    "follows",
+    "at",
+    "an",
+    "even",
+    "pace",
+    "across",
+    "the",
+    "whole",
+    "cluster",
+    "of",
+    "eight",
+    "accelerators",
+    "in",
+    "the",
+    "rack",
+]
+_LOOP = ["I", "will", "repeat", "the", "answer."]
+
+
+class Engine:
+    """Base of the two engines. Subclasses fill in lines, routes and metrics.
+
+    ``spec_on`` is fixed at construction: speculative decoding runs only when
+    the server flags ask for it and the scenario does not drop it.
+    """
+
+    name = "engine"
+
+    def __init__(self, cfg: SimConfig, host: Host, model: ModelInfo, spec_on: bool) -> None:
+        self.cfg = cfg
+        self.host = host
+        self.model = model
+        self.spec_on = spec_on
+        self.started_wall = time.time()
+        self._route_map: dict[str, dict[str, Handler]] | None = None
+
+    # -- lifecycle hooks ----------------------------------------------------------------
+    def load_profile(self) -> LoadProfile:
+        """Capacity and speed of this server for the load model."""
+        raise NotImplementedError
+
+    def plan(self) -> list[tuple[float, Callable[[], None]]]:
+        """Startup steps as (seconds after start, action)."""
+        raise NotImplementedError
+
+    def on_advance(self, advance: Advance, now: float) -> None:
+        """The load model moved; print stats lines that are due."""
+
+    def on_finished(self, request: Request) -> None:
+        """A request completed (metrics bookkeeping)."""
+
+    def shutdown(self, signum: int) -> None:
+        """Print the lines of a graceful SIGTERM/SIGINT shutdown."""
+        raise NotImplementedError
+
+    def ignored_signal(self, signum: int) -> None:
+        """A signal arrived that this run ignores (ignore-sigterm)."""
+
+    def crash(self) -> None:
+        """Print a runtime crash and end the process (crash-after)."""
+        raise NotImplementedError
+
+    def bind_failed(self, error: OSError) -> None:
+        """The port is taken: print what the engine would."""
+        raise NotImplementedError
+
+    # -- HTTP ---------------------------------------------------------------------------
+    def routes(self) -> dict[str, dict[str, Handler]]:
+        """Path -> method -> handler, for this engine and release."""
+        raise NotImplementedError
+
+    def serving(self) -> bool:
+        """True while generation requests are accepted (ready and not crashed)."""
+        return self.host.is_ready()
+
+    def handle(self, method: str, path: str, body: bytes) -> Response:
+        """Answer one request: 404 for unknown paths, 405 for a known path's wrong method."""
+        if self._route_map is None:
+            self._route_map = self.routes()
+        methods = self._route_map.get(path.split("?", 1)[0])
+        if methods is None:
+            return NOT_FOUND
+        handler = methods.get("GET" if method == "HEAD" else method)
+        return METHOD_NOT_ALLOWED if handler is None else handler(body)
+
+    def json_post(
+        self, body: bytes, answer: Callable[[dict[str, object]], Response], refused: Response
+    ) -> Response:
+        """Common shape of the generation routes: ``refused`` unless serving, 400 on bad JSON."""
+        if not self.serving():
+            return refused
+        payload = parse_json_body(body)
+        if payload is None:
+            return Response.json(
+                400,
+                {
+                    "object": "error",
+                    "message": "invalid JSON body",
+                    "type": "BadRequestError",
+                    "param": None,
+                    "code": 400,
+                },
+            )
+        return answer(payload)
+
+    def access(self, client: str, request_line: str, status: int) -> None:
+        raise NotImplementedError
+
+    # -- shared helpers -----------------------------------------------------------------
+    def memory_plan(self, fraction: float, activation_gib: float, graph_gib: float) -> MemoryPlan:
+        """Split one rank's memory: weights, then KV cache up to ``fraction`` of the card."""
+        gpu = self.host.gpus[0]
+        total = gpu.usable_mib / 1024
+        context = 0.52 if self.cfg.tp == 1 else 0.52 + 0.21 * self.cfg.tp / 8
+        weights = min(self.model.weights_gib / self.cfg.tp, total * 0.55)
+        kv = max(total * fraction - context - weights - activation_gib, total * 0.04)
+        per_token = self.model.kv_bytes_per_token / max(1, min(self.cfg.tp, self.model.kv_heads))
+        if self.model.mla:
+            per_token = self.model.kv_bytes_per_token
+        kv_tokens = int(kv * 2**30 / per_token)
+        return MemoryPlan(total, context, weights, kv, graph_gib, kv_tokens)
+
+    def base_tps(self) -> float:
+        """Decode tokens/s of one request alone, without speculative decoding."""
+        speed = 1100.0 / max(self.model.active_b, 0.5) * self.cfg.tp**0.35
+        return max(12.0, min(speed, 240.0))
+
+    @property
+    def repeat(self) -> bool:
+        return self.cfg.scenario.name == "repeat"
+
+    def text(self, tokens: int, rid: int) -> str:
+        """Generated text of about ``tokens`` tokens (looping in the repeat scenario)."""
+        words = _LOOP if self.repeat else _WORDS
+        start = 0 if self.repeat else (rid * 7) % len(words)
+        picked = [words[(start + i) % len(words)] for i in range(max(tokens, 0))]
+        return " " + " ".join(picked) if picked else ""
+
+    @staticmethod
+    def prompt_tokens(prompt: object) -> int:
+        """Rough token count: ids count one each, text about four characters per token."""
+        if isinstance(prompt, list):
+            if prompt and all(isinstance(item, int) for item in prompt):
+                return len(prompt)
+            return sum(Engine.prompt_tokens(item) for item in prompt)
+        if isinstance(prompt, str):
+            return max(1, (len(prompt) + 3) // 4)
+        return 1
+
+    def generate(self, prompt_tokens: int, max_new: int, key: str | None) -> Request | None:
+        """Run one request through the load model; None if the server went away meanwhile."""
+        request = self.host.load.submit(prompt_tokens, max_new, key)
+        self.host.load.wait(request, timeout=3600.0)
+        if request.aborted or request.finished is None:
+            return None
+        return request
+
+    def openai(self, path: str, body: dict[str, object], model_id: str) -> Response:
+        """/v1/completions and /v1/chat/completions, shaped like the OpenAI API."""
+        chat = path.endswith("/chat/completions")
+        if chat:
+            messages = body.get("messages")
+            if not isinstance(messages, list):
+                return Response.json(
+                    400,
+                    {
+                        "object": "error",
+                        "message": "messages is required",
+                        "type": "BadRequestError",
+                        "param": None,
+                        "code": 400,
+                    },
+                )
+            prompt_text = json.dumps(messages)
+            prompt_tokens = self.prompt_tokens(
+                [m.get("content", "") for m in messages if isinstance(m, dict)]
+            ) + 4 * len(messages)
+            default_max = 256
+        else:
+            prompt = body.get("prompt", "")
+            prompt_text = json.dumps(prompt)
+            prompt_tokens = self.prompt_tokens(prompt)
+            default_max = 16
+        raw_max = body.get("max_completion_tokens", body.get("max_tokens"))
+        max_new = raw_max if isinstance(raw_max, int) and raw_max > 0 else default_max
+        request = self.generate(prompt_tokens, max_new, prompt_text)
+        if request is None:
+            return Response.json(
+                503,
+                {
+                    "object": "error",
+                    "message": "server shutting down",
+                    "type": "ServiceUnavailableError",
+                    "param": None,
+                    "code": 503,
+                },
+            )
+        text = self.text(request.completion_tokens, request.rid)
+        created = int(time.time())
+        usage = {
+            "prompt_tokens": request.prompt_tokens,
+            "total_tokens": request.prompt_tokens + request.completion_tokens,
+            "completion_tokens": request.completion_tokens,
+            "prompt_tokens_details": None,
+        }
+        rid = f"{'chatcmpl' if chat else 'cmpl'}-{request.rid:032x}"
+        if chat:
+            choice: dict[str, object] = {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": text.strip(),
+                    "tool_calls": [],
+                    "reasoning_content": None,
+                },
+                "logprobs": None,
+                "finish_reason": "length",
+                "stop_reason": None,
+            }
+            payload = {
+                "id": rid,
+                "object": "chat.completion",
+                "created": created,
+                "model": model_id,
+                "choices": [choice],
+                "usage": usage,
+            }
+        else:
+            choice = {
+                "index": 0,
+                "text": text,
+                "logprobs": None,
+                "finish_reason": "length",
+                "stop_reason": None,
+                "prompt_logprobs": None,
+            }
+            payload = {
+                "id": rid,
+                "object": "text_completion",
+                "created": created,
+                "model": model_id,
+                "choices": [choice],
+                "usage": usage,
+            }
+        return Response.json(200, payload)
+
+
+def number(value: object, default: float) -> float:
+    """A numeric flag value, or ``default`` when the flag is missing or not a number."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return default
+
+
+def safetensors_bar(done: int, shards: int, rate: float) -> str:
+    """One update of the weight loader's tqdm bar, as tqdm writes it: ``\\r`` + bar + ``\\n``.
+
+    Format ``weight_utils._BAR_FORMAT`` (vLLM, copied by SGLang): ``"{desc}: {percentage:3.0f}%
+    Completed | {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}]\\n"``.
+    """
+
+    def clock(seconds: float) -> str:
+        whole = round(seconds)
+        return f"{whole // 60:02d}:{whole % 60:02d}"
+
+    if done == 0:
+        timing = "[00:00<?, ?it/s]"
+    else:
+        timing = f"[{clock(done / rate)}<{clock((shards - done) / rate)}, {rate:5.2f}it/s]"
+    percent = f"{100 * done / shards:3.0f}%"
+    bar = f"{percent} Completed | {done}/{shards} {timing}"
+    return f"\rLoading safetensors checkpoint shards: {bar}\n"
+
+
+def parse_json_body(body: bytes) -> dict[str, object] | None:
+    """The request body as a JSON object, or None if it is not one."""
+    try:
+        value = json.loads(body or b"{}")
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+class Histogram:
+    """Cumulative-free bucket counts for one metric (guarded by the caller's thread)."""
+
+    def __init__(self, bounds: Sequence[float]) -> None:
+        self.bounds = tuple(bounds)
+        self.counts = [0] * (len(self.bounds) + 1)
+        self.total = 0.0
+
+    def observe(self, value: float) -> None:
+        for index, bound in enumerate(self.bounds):
+            if value <= bound:
+                self.counts[index] += 1
+                break
+        else:
+            self.counts[-1] += 1
+        self.total += value

@@ -1,0 +1,92 @@
+"""The HTTP side of a simulated server: stdlib ``http.server``, one thread per connection.
+
+Answers look like uvicorn's (``server: uvicorn``, HTTP/1.1 keep-alive, 5 s idle
+timeout); access lines are written by the engine in uvicorn's format, and only
+once the engine has "started" uvicorn, as a real server prints none while
+loading.
+"""
+
+from __future__ import annotations
+
+import traceback
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Protocol
+
+from tui.sim.engine import Engine, Response
+
+
+class Site(Protocol):
+    """What the HTTP thread needs from the running sim."""
+
+    engine: Engine | None
+    http_logging: bool
+
+    def report_error(self, text: str) -> None: ...
+
+
+class SimHTTPServer(ThreadingHTTPServer):
+    """Listening socket bound at construction (so a taken port fails at once)."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], site: Site) -> None:
+        self.site = site
+        super().__init__(address, _Handler)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "uvicorn"
+    timeout = 5.0
+    server: SimHTTPServer
+
+    def version_string(self) -> str:
+        return "uvicorn"
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Dropped on purpose: the engine writes uvicorn-style access lines instead."""
+
+    def _dispatch(self, method: str) -> None:
+        site = self.server.site
+        length_text = self.headers.get("Content-Length") or "0"
+        try:
+            length = max(int(length_text), 0)
+        except ValueError:
+            length = 0
+        body = self.rfile.read(length) if length else b""
+        engine = site.engine
+        if engine is None:
+            response = Response(503)
+        else:
+            try:
+                response = engine.handle(method, self.path, body)
+            except Exception:  # a sim bug: shown like uvicorn's ASGI error, answered with 500
+                site.report_error(traceback.format_exc())
+                response = Response(500, b"Internal Server Error", "text/plain; charset=utf-8")
+        if engine is not None and site.http_logging:
+            # uvicorn logs when the response starts, so the line is in the log before the
+            # client can have read the answer
+            client = f"{self.client_address[0]}:{self.client_address[1]}"
+            engine.access(client, f"{method} {self.path} {self.request_version}", response.status)
+        self.send_response(response.status)
+        self.send_header("content-type", response.content_type)
+        self.send_header("content-length", str(len(response.body)))
+        self.end_headers()
+        if method != "HEAD":
+            self.wfile.write(response.body)
+
+    def do_GET(self) -> None:
+        self._dispatch("GET")
+
+    def do_POST(self) -> None:
+        self._dispatch("POST")
+
+    def do_HEAD(self) -> None:
+        self._dispatch("HEAD")
+
+    def do_PUT(self) -> None:
+        self._dispatch("PUT")
+
+    def do_DELETE(self) -> None:
+        self._dispatch("DELETE")
