@@ -16,6 +16,15 @@ VMID = 105
 REPO = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture(autouse=True)
+def state_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """Run records and the audit log go to the test's own folders, never the user's."""
+    dirs = {"host": tmp_path / "host-state", "local": tmp_path / "local-state"}
+    monkeypatch.setenv("BABYSIT_HOST_STATE", str(dirs["host"]))
+    monkeypatch.setenv("BABYSIT_STATE", str(dirs["local"]))
+    return dirs
+
+
 @pytest.fixture(scope="session")
 def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
     """One OpenSSH sshd for the whole run; every test makes its own connections to it."""

@@ -177,8 +177,7 @@ async def test_trap_3_a_reused_pid_is_not_the_recorded_run(
 ) -> None:
     log = tmp_path / "serve.log"
     log.write_text(f"[2026-05-09 09:22:05] {READY}\n")
-    home = tmp_path / "home"
-    record_dir = home / ".local" / "state" / "babysit" / "svc"
+    record_dir = Path(os.environ["BABYSIT_HOST_STATE"]) / "svc"
     record_dir.mkdir(parents=True)
     stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
@@ -194,7 +193,6 @@ async def test_trap_3_a_reused_pid_is_not_the_recorded_run(
             "log_path": str(log),
         }
         (record_dir / "runs.jsonl").write_text(json.dumps(record) + "\n")
-        monkeypatch.setenv("HOME", str(home))
         result = await assess_local(local_host(log))
     finally:
         stranger.kill()

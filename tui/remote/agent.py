@@ -1163,12 +1163,371 @@ def probe(args):
     }
 
 
+# ====================================================================== actions
+#
+# Guarded kill and launch. A process is signalled only through a pidfd opened
+# *before* its start time is re-checked, so the check and the signal cannot
+# race with pid reuse; where the kernel has no pidfd, the check comes right
+# before os.kill and the answer says which method was used.
+
+SYS_PIDFD_OPEN = 434
+SYS_PIDFD_SEND_SIGNAL = 424
+
+
+def emit_line(kind, **fields):
+    fields["t"] = kind
+    sys.stdout.write(json.dumps(fields) + "\n")
+    sys.stdout.flush()
+
+
+def start_ticks_of(pid):
+    text = read_text("/proc/%d/stat" % pid)
+    if not text:
+        return None
+    fields = text[text.rfind(")") + 2 :].split()
+    if fields and fields[0] == "Z":
+        return None  # a zombie is already dead; only its parent's wait is missing
+    return int(fields[19]) if len(fields) > 19 else None
+
+
+def _libc():
+    return ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+
+
+def pidfd_open(pid):
+    """A pidfd for ``pid``, or None where the kernel (or Python) has none."""
+    if hasattr(os, "pidfd_open"):
+        try:
+            return os.pidfd_open(pid)
+        except OSError as error:
+            if error.errno == 3:  # ESRCH: gone
+                raise
+            return None
+    try:
+        fd = _libc().syscall(SYS_PIDFD_OPEN, pid, 0)
+    except (OSError, AttributeError):
+        return None
+    if fd < 0:
+        if ctypes.get_errno() == 3:
+            raise ProcessLookupError(pid)
+        return None
+    return fd
+
+
+def send_signal(pid, pidfd, signum):
+    if pidfd is None:
+        os.kill(pid, signum)
+        return
+    import signal as signal_module
+
+    if hasattr(signal_module, "pidfd_send_signal"):
+        signal_module.pidfd_send_signal(pidfd, signum)
+        return
+    if _libc().syscall(SYS_PIDFD_SEND_SIGNAL, pidfd, signum, None, 0) != 0:
+        raise OSError(ctypes.get_errno(), "pidfd_send_signal failed")
+
+
+def gone(pid, ticks, pidfd):
+    if pidfd is not None:
+        ready, _, _ = select.select([pidfd], [], [], 0)
+        if ready:
+            return True
+    return start_ticks_of(pid) != ticks
+
+
+def port_owners(port):
+    listening = set("socket:[%d]" % inode for inode in listening_inodes(port))
+    if not listening:
+        return []
+    owners = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            links = fd_links(int(name)) or []
+            if any(target in listening for _, target in links):
+                owners.append(int(name))
+    return owners or ["unknown (not readable)"]
+
+
+def gpu_apps():
+    """[{pid, used_mib, gpu_uuid}] from nvidia-smi, or None when it is not there."""
+    import subprocess
+
+    try:
+        out = subprocess.run(
+            [
+                "nvidia-smi",
+                "--query-compute-apps=pid,used_memory,gpu_uuid",
+                "--format=csv,noheader,nounits",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    apps = []
+    for line in out.stdout.decode("utf-8", "replace").splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) >= 2 and parts[0].isdigit():
+            used = int(parts[1]) if parts[1].isdigit() else None
+            apps.append(
+                {
+                    "pid": int(parts[0]),
+                    "used_mib": used,
+                    "gpu_uuid": parts[2] if len(parts) > 2 else None,
+                }
+            )
+    return apps
+
+
+def kill(args):
+    """SIGTERM the verified tree, wait the grace, SIGKILL what is left; report as we go."""
+    boot_id = read_text("/proc/sys/kernel/random/boot_id").strip()
+    if args.get("boot_id") and args["boot_id"] != boot_id:
+        emit_line(
+            "refused", reason="the host rebooted since the run was seen: nothing was signalled"
+        )
+        return 3
+    handles = []
+    for target in args["targets"]:
+        pid, ticks = target["pid"], target["start_ticks"]
+        try:
+            pidfd = pidfd_open(pid)
+        except ProcessLookupError:
+            emit_line("gone", pid=pid)
+            continue
+        now_ticks = start_ticks_of(pid)
+        if now_ticks is None:
+            emit_line("gone", pid=pid)
+        elif now_ticks != ticks:
+            emit_line("changed", pid=pid, start_ticks=now_ticks)
+            if pidfd is not None:
+                os.close(pidfd)
+        else:
+            handles.append((pid, ticks, pidfd))
+    if not handles:
+        emit_line(
+            "done",
+            remaining=[],
+            port_owners=port_owners(args["port"]) if args.get("port") else [],
+            gpu_apps=gpu_apps(),
+        )
+        return 0
+    method = "pidfd" if all(h[2] is not None for h in handles) else "kill after re-check"
+    for pid, ticks, pidfd in handles:
+        if pidfd is None and start_ticks_of(pid) != ticks:
+            emit_line("changed", pid=pid, start_ticks=start_ticks_of(pid))
+            continue
+        try:
+            send_signal(pid, pidfd, 15)
+            emit_line("signalled", pid=pid, signal="SIGTERM", method=method)
+        except (ProcessLookupError, OSError):
+            emit_line("gone", pid=pid)
+    deadline = time.time() + float(args.get("grace", 30))
+    alive = list(handles)
+    while alive and time.time() < deadline:
+        still = []
+        for handle in alive:
+            if gone(*handle):
+                emit_line("exited", pid=handle[0])
+            else:
+                still.append(handle)
+        alive = still
+        if alive:
+            time.sleep(0.1)
+    for pid, ticks, pidfd in alive:
+        if pidfd is None and start_ticks_of(pid) != ticks:
+            continue
+        try:
+            send_signal(pid, pidfd, 9)
+            emit_line("signalled", pid=pid, signal="SIGKILL", method=method)
+        except (ProcessLookupError, OSError):
+            pass
+    deadline = time.time() + 10
+    while alive and time.time() < deadline:
+        alive = [h for h in alive if not gone(*h)]
+        if alive:
+            time.sleep(0.1)
+    for _pid, _ticks, pidfd in handles:
+        if pidfd is not None:
+            os.close(pidfd)
+    time.sleep(float(args.get("settle", 0.5)))
+    emit_line(
+        "done",
+        remaining=[h[0] for h in alive],
+        port_owners=port_owners(args["port"]) if args.get("port") else [],
+        gpu_apps=gpu_apps(),
+    )
+    return 0 if not alive else 1
+
+
+def alive(args):
+    ticks = start_ticks_of(args["pid"])
+    emit_line("alive", alive=ticks is not None and ticks == args["start_ticks"])
+    return 0
+
+
+def rotate_log(path, keep):
+    """Rename the log to ``<log>.<YYYYmmdd-HHMMSS>`` and keep the newest ``keep`` of those."""
+    if not os.path.lexists(path):
+        return None
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    target = "%s.%s" % (path, stamp)
+    n = 1
+    while os.path.lexists(target):
+        target = "%s.%s-%d" % (path, stamp, n)
+        n += 1
+    os.rename(path, target)
+    directory = os.path.dirname(path) or "."
+    pattern = re.compile(re.escape(os.path.basename(path)) + r"\.\d{8}-\d{6}(-\d+)?$")
+    rotated = sorted(name for name in os.listdir(directory) if pattern.match(name))
+    for name in rotated[: max(0, len(rotated) - keep)]:
+        os.unlink(os.path.join(directory, name))
+    return target
+
+
+def preflight(args):
+    """Is the port free, and do other processes hold memory on the service's GPUs?"""
+    port = args.get("port")
+    emit_line(
+        "preflight",
+        port_owners=port_owners(port) if port else [],
+        gpu_apps=gpu_apps(),
+        gpus=gpu_uuids(args.get("gpus") or []),
+    )
+    return 0
+
+
+def gpu_uuids(indexes):
+    import subprocess
+
+    if not indexes:
+        return {}
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=index,uuid", "--format=csv,noheader"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    found = {}
+    for line in out.stdout.decode("utf-8", "replace").splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) == 2 and parts[0].isdigit() and int(parts[0]) in indexes:
+            found[parts[0]] = parts[1]
+    return found
+
+
+def launch(args):
+    """Start the server in a session of its own, its output appended to a new log.
+
+    The child writes one marker line, then execs the server, so the server's pid
+    is the one recorded. The parent writes the run record and exits at once: the
+    server keeps running when the channel (ssh, pct exec) closes.
+    """
+    log = args["log"]
+    rotated = rotate_log(log, int(args.get("keep", 5))) if args.get("rotate", True) else None
+    log_dir = os.path.dirname(log)
+    if log_dir and not os.path.isdir(log_dir):
+        os.makedirs(log_dir)
+    log_fd = os.open(
+        log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0), 0o644
+    )
+    st = os.fstat(log_fd)
+    offset = st.st_size
+    env = dict(os.environ)
+    env.update(args.get("env") or {})
+    argv = args["argv"]
+    cwd = args.get("cwd") or os.path.expanduser("~")
+    err_read, err_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: becomes the server
+        try:
+            os.close(err_read)
+            os.setsid()
+            devnull = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(devnull, 0)
+            os.dup2(log_fd, 1)
+            os.dup2(log_fd, 2)
+            os.chdir(cwd)
+            me = os.getpid()
+            marker = "babysit run=%s pid=%d start=%s argv=%s\n" % (
+                args["run_id"],
+                me,
+                time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                json.dumps(argv),
+            )
+            os.write(1, marker.encode("utf-8"))
+            keep = {0, 1, 2, err_write}
+            for fd in os.listdir("/proc/self/fd"):
+                if int(fd) not in keep:
+                    try:
+                        os.close(int(fd))
+                    except OSError:
+                        pass
+            import fcntl
+
+            fcntl.fcntl(err_write, fcntl.F_SETFD, fcntl.FD_CLOEXEC)
+            os.execvpe(argv[0], argv, env)
+        except BaseException as error:  # the child must never return to the agent's code
+            try:
+                os.write(err_write, ("%s: %s" % (argv[0], error)).encode("utf-8", "replace"))
+            finally:
+                os._exit(127)
+    os.close(err_write)
+    os.close(log_fd)
+    failure = b""
+    while True:
+        chunk = os.read(err_read, 4096)
+        if not chunk:
+            break
+        failure += chunk
+    os.close(err_read)
+    if failure:
+        os.waitpid(pid, 0)
+        emit_line("failed", message=failure.decode("utf-8", "replace"), rotated=rotated)
+        return 1
+    boot_id = read_text("/proc/sys/kernel/random/boot_id").strip()
+    ticks = start_ticks_of(pid)
+    record = {
+        "run_id": args["run_id"],
+        "boot_id": boot_id,
+        "pid": pid,
+        "start_ticks": ticks,
+        "started_at": time.time(),
+        "log_path": log,
+        "dev": st.st_dev,
+        "inode": st.st_ino,
+        "launch_offset": offset,
+        "argv": argv,
+        "cwd": cwd,
+        "env_keys": sorted((args.get("env") or {}).keys()),
+        "who": args.get("who"),
+    }
+    record_dir = os.path.expanduser(args["record_dir"])
+    if not os.path.isdir(record_dir):
+        os.makedirs(record_dir)
+    with open(os.path.join(record_dir, "runs.jsonl"), "a") as out:
+        out.write(json.dumps(record) + "\n")
+    emit_line("launched", rotated=rotated, **record)
+    return 0
+
+
 def main(argv):
     args = json.loads(argv[0])
-    if args.get("mode") == "probe":
+    mode = args.get("mode")
+    if mode == "probe":
         sys.stdout.write(json.dumps(probe(args)))
         sys.stdout.write("\n")
         return 0
+    if mode in ACTIONS:
+        return ACTIONS[mode](args)
     out = Output(sys.stdout.buffer)
     try:
         stdin_fd = sys.stdin.fileno()
@@ -1182,6 +1541,9 @@ def main(argv):
     except KeyboardInterrupt:
         pass
     return 0
+
+
+ACTIONS = {"kill": kill, "alive": alive, "launch": launch, "preflight": preflight}
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Sequence
 
@@ -21,8 +22,13 @@ READY_PATTERNS = {
     Engine.GENERIC: (),
 }
 
-#: Where babysit keeps run records on the host (written at launch).
-STATE_DIR = "~/.local/state/babysit"
+#: Where babysit keeps run records on each host (written at launch), expanded there.
+#: $BABYSIT_HOST_STATE (on the machine running babysit) overrides it, for tests.
+DEFAULT_HOST_STATE = "~/.local/state/babysit"
+
+
+def host_state_dir() -> str:
+    return os.environ.get("BABYSIT_HOST_STATE", DEFAULT_HOST_STATE)
 
 
 def probe_request(services: Sequence[Service]) -> dict[str, object]:
@@ -37,7 +43,7 @@ def probe_request(services: Sequence[Service]) -> dict[str, object]:
                 "match": s.match,
                 "launch": list(s.launch.command) if s.launch else None,
                 "ready": list(s.ready or READY_PATTERNS[s.engine]),
-                "record_dir": f"{STATE_DIR}/{s.name}",
+                "record_dir": f"{host_state_dir()}/{s.name}",
             }
             for s in services
         ],

@@ -1,0 +1,358 @@
+"""Relaunch a service safely, and wait for *this* run to be ready.
+
+Preconditions are checked and each failure said plainly: no live run of the
+service (unless replacing it), the port is free, the service's GPUs hold no
+memory of other processes. The old log is renamed, never deleted, so the new
+run starts a new inode. The server is started by the agent in a session of its
+own (it survives the channel closing, also through ``pct exec``), after one
+marker line in the log and a run record on the host.
+
+The readiness wait reads the log from the launch anchor (inode + offset) only:
+old ready lines, old ``Received sigquit`` or ``RuntimeError`` lines cannot fool
+it. Each tick also checks that the process (pid + start time) still lives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import json
+import os
+import socket
+import time
+import uuid
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+
+from tui.config import Engine, Host, Service
+from tui.core.follow import Start
+from tui.core.logcursor import EventKind, EventRow, LogCursor, LogLine
+from tui.core.runs import Assessment, Verdict
+from tui.errors import BabysitError
+from tui.remote.follow import Follower, agent_argv
+from tui.remote.probe import READY_PATTERNS, host_state_dir
+from tui.remote.transport import Transport
+
+DEFAULT_TIMEOUT = 20 * 60.0
+DEFAULT_KEEP = 5
+
+#: Lines that mean this run failed, when they appear past its anchor.
+FAILURE_PATTERNS = (
+    "Not enough memory",
+    "Traceback (most recent call last)",
+    "RuntimeError",
+    "EngineCore failed to start",
+    "Engine core initialization failed",
+    "Received sigquit",
+    "SIGQUIT received",
+    "CUDA out of memory",
+)
+
+#: Lines that say what went wrong, preferred over a bare "Traceback" as the reason.
+TELLING = (
+    "Not enough memory",
+    "CUDA out of memory",
+    "RuntimeError",
+    "ValueError",
+    "EngineCore failed to start",
+    "Engine core initialization failed",
+)
+
+#: (text in a line, the phase it starts), in startup order.
+PHASES = (
+    ("Load weight begin", "loading weights"),
+    ("Loading safetensors checkpoint shards", "loading weights"),
+    ("Loading weights took", "loading weights"),
+    ("KV Cache is allocated", "allocating KV cache"),
+    ("GPU KV cache size", "allocating KV cache"),
+    ("Available KV cache memory", "allocating KV cache"),
+    ("Capture cuda graph begin", "capturing CUDA graphs"),
+    ("Capturing CUDA graph", "capturing CUDA graphs"),
+    ("Graph capturing finished", "warming up"),
+    ("Capture cuda graph end", "warming up"),
+    ("Uvicorn running on", "warming up"),
+    ("Starting vLLM", "starting the API server"),
+)
+
+
+class LaunchRefused(BabysitError):
+    title = "launch-refused"
+    exit_status = 2
+
+
+class LaunchFailed(BabysitError):
+    title = "launch-failed"
+    exit_status = 1
+
+
+@dataclass(frozen=True)
+class Launched:
+    """The new run, exactly as recorded on the host."""
+
+    run_id: str
+    pid: int
+    start_ticks: int
+    boot_id: str
+    log: str
+    dev: int
+    inode: int
+    launch_offset: int
+    argv: tuple[str, ...]
+    rotated_to: str | None
+
+    @property
+    def anchor(self) -> LogCursor:
+        return LogCursor(self.dev, self.inode, self.launch_offset)
+
+
+@dataclass
+class WaitProgress:
+    elapsed: float
+    phase: str
+    last_line: str | None
+
+
+@dataclass
+class WaitResult:
+    ready: bool
+    reason: str
+    elapsed: float
+    last_lines: list[str] = field(default_factory=list)
+
+
+def who() -> str:
+    return f"{getpass.getuser()}@{socket.gethostname()}"
+
+
+async def _action(transport: Transport, args: dict[str, object], timeout: float = 30.0) -> dict:
+    result = await transport.run(agent_argv(transport, args), timeout=timeout)
+    lines = [json.loads(x) for x in result.stdout.splitlines() if x.strip()]
+    if not lines:
+        raise LaunchFailed(
+            f"{transport.chain_text}: the agent gave no answer "
+            f"({result.stderr_line() or f'exit status {result.exit_status}'})"
+        )
+    return lines[-1]
+
+
+def check_preconditions(
+    service: Service, assessment: Assessment, preflight: dict, *, replacing: bool
+) -> None:
+    """Raise LaunchRefused with the reason, in plain words, when a launch must not happen."""
+    if assessment.verdict is Verdict.UNKNOWN:
+        raise LaunchRefused(f"{service.label}: cannot tell whether it runs ({assessment.summary})")
+    if not replacing and assessment.run is not None:
+        raise LaunchRefused(
+            f"{service.label} has a run: {assessment.line}; use --replace (R) to stop it first"
+        )
+    if assessment.others and not replacing:
+        raise LaunchRefused(f"{service.label}: {assessment.line}")
+    owners = preflight.get("port_owners") or []
+    if service.port and owners:
+        raise LaunchRefused(
+            f"{service.label}: port {service.port} is in use by pid {', '.join(map(str, owners))}"
+        )
+    gpus = preflight.get("gpus") or {}
+    apps = preflight.get("gpu_apps") or []
+    if gpus and apps:
+        uuids = set(gpus.values())
+        held = [a for a in apps if a.get("gpu_uuid") in uuids]
+        if held:
+            raise LaunchRefused(
+                f"{service.label}: GPU(s) {', '.join(sorted(gpus))} hold memory of other "
+                "processes: " + ", ".join(f"pid {a['pid']} ({a['used_mib']} MiB)" for a in held)
+            )
+
+
+async def preflight(transport: Transport, service: Service) -> dict:
+    return await _action(
+        transport, {"mode": "preflight", "port": service.port, "gpus": list(service.gpus)}
+    )
+
+
+async def launch(transport: Transport, service: Service, *, keep: int = DEFAULT_KEEP) -> Launched:
+    """Start the service's launch command; the pid within a second, or why it failed."""
+    if service.launch is None:
+        raise LaunchRefused(f"{service.label}: hosts.yaml has no launch: for this service")
+    args = {
+        "mode": "launch",
+        "argv": list(service.launch.command),
+        "cwd": service.launch.cwd,
+        "env": dict(service.launch.env),
+        "log": service.log,
+        "keep": keep,
+        "record_dir": f"{host_state_dir()}/{service.name}",
+        "run_id": uuid.uuid4().hex[:12],
+        "who": who(),
+    }
+    answer = await _action(transport, args)
+    if answer.get("t") != "launched":
+        raise LaunchFailed(f"{service.label}: the server did not start: {answer.get('message')}")
+    return Launched(
+        run_id=answer["run_id"],
+        pid=answer["pid"],
+        start_ticks=answer["start_ticks"],
+        boot_id=answer["boot_id"],
+        log=answer["log_path"],
+        dev=answer["dev"],
+        inode=answer["inode"],
+        launch_offset=answer["launch_offset"],
+        argv=tuple(answer["argv"]),
+        rotated_to=answer.get("rotated"),
+    )
+
+
+async def is_alive(transport: Transport, launched: Launched) -> bool:
+    answer = await _action(
+        transport, {"mode": "alive", "pid": launched.pid, "start_ticks": launched.start_ticks}
+    )
+    return bool(answer.get("alive"))
+
+
+async def wait_ready(
+    transport: Transport,
+    service: Service,
+    launched: Launched,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    tick: float = 1.0,
+) -> AsyncIterator[WaitProgress | WaitResult]:
+    """Follow this run's bytes only; yield progress, then one WaitResult."""
+    ready = tuple(service.ready or READY_PATTERNS[service.engine])
+    started = time.monotonic()
+    follower = Follower(
+        transport, service.log, label=service.label, start=Start(cursor=launched.anchor)
+    )
+    last_lines: deque[str] = deque(maxlen=30)
+    phase = "starting"
+    queue: asyncio.Queue[list] = asyncio.Queue()
+
+    async def pump() -> None:
+        async for batch in follower.rows():
+            await queue.put(batch)
+
+    reader = asyncio.create_task(pump())
+    next_alive = started + tick
+    try:
+        while True:
+            elapsed = time.monotonic() - started
+            if elapsed > timeout:
+                yield WaitResult(
+                    False,
+                    f"not ready after {timeout:.0f} s (phase: {phase})",
+                    elapsed,
+                    list(last_lines),
+                )
+                return
+            try:
+                batch = await asyncio.wait_for(queue.get(), tick / 2)
+            except asyncio.TimeoutError:
+                batch = []
+            for index, row in enumerate(batch):
+                if isinstance(row, EventRow):
+                    if row.event.kind in (EventKind.REPLACED, EventKind.TRUNCATED):
+                        last_lines.append(f"[{row.event.message}]")
+                    continue
+                if not isinstance(row, LogLine) or row.inode != launched.inode:
+                    continue
+                last_lines.append(row.text)
+                for needle, name in PHASES:
+                    if needle in row.text:
+                        phase = name
+                if ready and any(p in row.text for p in ready):
+                    yield WaitResult(
+                        True, f"ready: {row.text}", time.monotonic() - started, list(last_lines)
+                    )
+                    return
+                failure = next((p for p in FAILURE_PATTERNS if p in row.text), None)
+                if failure is not None and service.engine is not Engine.GENERIC:
+                    # Let the rest of the traceback (and the death) arrive before reporting.
+                    last_lines.extend(
+                        r.text
+                        for r in batch[index + 1 :]
+                        if isinstance(r, LogLine) and r.inode == launched.inode
+                    )
+                    await _drain(
+                        queue,
+                        last_lines,
+                        launched,
+                        until=time.monotonic() + 3.0,
+                        stop=lambda: is_alive(transport, launched),
+                    )
+                    cause = next(
+                        (line for line in last_lines if any(p in line for p in TELLING)), row.text
+                    )
+                    yield WaitResult(
+                        False, f"failed: {cause}", time.monotonic() - started, list(last_lines)
+                    )
+                    return
+            if time.monotonic() >= next_alive:
+                next_alive = time.monotonic() + tick
+                if not await is_alive(transport, launched):
+                    await _drain(queue, last_lines, launched, until=time.monotonic() + 0.5)
+                    yield WaitResult(
+                        False,
+                        f"pid {launched.pid} exited before it was ready",
+                        time.monotonic() - started,
+                        list(last_lines),
+                    )
+                    return
+                yield WaitProgress(
+                    time.monotonic() - started, phase, last_lines[-1] if last_lines else None
+                )
+    finally:
+        reader.cancel()
+        await asyncio.gather(reader, return_exceptions=True)
+
+
+async def _drain(
+    queue: asyncio.Queue[list],
+    last_lines: deque[str],
+    launched: Launched,
+    *,
+    until: float,
+    stop: Callable[[], Awaitable[bool]] | None = None,
+) -> None:
+    """Collect this run's further lines until ``until``, or until ``stop()`` says it died."""
+    while time.monotonic() < until:
+        try:
+            batch = await asyncio.wait_for(queue.get(), 0.25)
+        except asyncio.TimeoutError:
+            if stop is not None and not await stop():
+                stop = None
+                until = min(until, time.monotonic() + 0.3)
+            continue
+        for row in batch:
+            if isinstance(row, LogLine) and row.inode == launched.inode:
+                last_lines.append(row.text)
+
+
+def audit(
+    host: Host,
+    service: Service,
+    action: str,
+    *,
+    identity: dict[str, object] | None,
+    command: list[str] | None,
+    result: str,
+    ok: bool,
+) -> None:
+    """Append the action and its outcome to the audit log on this machine:
+    $BABYSIT_STATE/actions.jsonl, by default ~/.local/state/babysit/actions.jsonl."""
+    state = os.environ.get("BABYSIT_STATE", "~/.local/state/babysit")
+    path = os.path.join(os.path.expanduser(state), "actions.jsonl")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    record = {
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "user": who(),
+        "host": host.name,
+        "service": service.name,
+        "action": action,
+        "identity": identity,
+        "command": command,
+        "ok": ok,
+        "result": result,
+    }
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(json.dumps(record) + "\n")
