@@ -20,14 +20,22 @@ from tui.errors import BabysitError, UsageError
 VERBS: dict[str, tuple[str, str]] = {
     "hosts": ("list hosts, services and how each host is reached", "tui.commands.hosts"),
     "check": ("connect to a host and report what babysit needs there", "tui.commands.check"),
-    "status": ("say which run each service's log belongs to: live, starting, stale, dead, …",
-               "tui.commands.status"),
+    "status": (
+        "say which run each service's log belongs to: live, starting, stale, dead, …",
+        "tui.commands.status",
+    ),
     "kill": ("stop the verified run of a service (SIGTERM, grace, SIGKILL)", "tui.commands.kill"),
-    "relaunch": ("start a service again, safely, and optionally wait until it is ready",
-                 "tui.commands.relaunch"),
+    "relaunch": (
+        "start a service again, safely, and optionally wait until it is ready",
+        "tui.commands.relaunch",
+    ),
     "tail": ("print and follow a service's log, anchored to inode and offset", "tui.commands.tail"),
-    "parse": ("parse a saved SGLang/vLLM log offline: metric lines and a summary per metric",
-              "tui.commands.parse"),
+    "parse": (
+        "parse a saved SGLang/vLLM log offline: metric lines and a summary per metric",
+        "tui.commands.parse",
+    ),
+    "demo": ("start simulated servers that show every trap, and open babysit on them",
+             "tui.commands.demo"),
     "sim": ("run a simulated SGLang/vLLM server or nvidia-smi (tests, demo)", "tui.sim.cli"),
 }
 

@@ -116,6 +116,10 @@ class Service:
     #: Text whose appearance in this run's log means the server is ready (replaces
     #: the engine's own ready line).
     ready: tuple[str, ...] = ()
+    #: Seconds between SIGTERM and SIGKILL when babysit stops this service.
+    stop_grace: float = 30.0
+    #: How many renamed old logs (``<log>.<YYYYmmdd-HHMMSS>``) a relaunch keeps.
+    keep_logs: int = 5
 
     @property
     def label(self) -> str:
@@ -244,7 +248,17 @@ _HOST_KEYS = (
     "keepalive_interval",
 )
 _SSH_OPTION_KEYS = _HOST_KEYS[4:]
-_SERVICE_KEYS = ("engine", "log", "port", "gpus", "launch", "match", "ready")
+_SERVICE_KEYS = (
+    "engine",
+    "log",
+    "port",
+    "gpus",
+    "launch",
+    "match",
+    "ready",
+    "stop_grace",
+    "keep_logs",
+)
 _LAUNCH_KEYS = ("command", "cwd", "env")
 _PCT_KEYS = ("node", "vmid")
 _TARGET_RE = re.compile(
@@ -536,6 +550,10 @@ def _parse_service(
     if "launch" in entries:
         launch = _parse_launch(reader, f"{key}.launch", entries["launch"][1])
     ready: tuple[str, ...] = ()
+    #: Seconds between SIGTERM and SIGKILL when babysit stops this service.
+    stop_grace: float = 30.0
+    #: How many renamed old logs (``<log>.<YYYYmmdd-HHMMSS>``) a relaunch keeps.
+    keep_logs: int = 5
     if "ready" in entries:
         ready_node = entries["ready"][1]
         if isinstance(ready_node, yaml.ScalarNode):
@@ -545,6 +563,12 @@ def _parse_service(
                 reader.string(item, f"{key}.ready[{i}]")
                 for i, item in enumerate(reader.sequence(ready_node, f"{key}.ready"))
             )
+    stop_grace = 30.0
+    if "stop_grace" in entries:
+        stop_grace = reader.number(entries["stop_grace"][1], f"{key}.stop_grace", 0, 3600)
+    keep_logs = 5
+    if "keep_logs" in entries:
+        keep_logs = reader.integer(entries["keep_logs"][1], f"{key}.keep_logs", 0, 1000)
     return Service(
         name=name,
         host=host,
@@ -556,6 +580,8 @@ def _parse_service(
         launch=launch,
         match=match,
         ready=ready,
+        stop_grace=stop_grace,
+        keep_logs=keep_logs,
     )
 
 

@@ -49,6 +49,7 @@ class BabysitApp(App[int]):
         transport_factory: TransportFactory = open_transport,
         probe_factory: ProbeFactory | None = None,
         probe_interval: float = 2.0,
+        read_only: bool = False,
     ) -> None:
         super().__init__()
         self.host = host
@@ -60,6 +61,8 @@ class BabysitApp(App[int]):
         self._transport_factory = transport_factory
         self._probe_factory = probe_factory or self._probe
         self.probe_interval = probe_interval
+        #: No action that changes anything on a host is offered (kill, relaunch, …).
+        self.read_only = read_only
 
     def _follower(self, transport: Transport) -> RowSource:
         return Follower(transport, self.service.log, label=self.service.label, start=self.start)

@@ -32,7 +32,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=None,
         metavar="S",
-        help=f"seconds between SIGTERM and SIGKILL (default {DEFAULT_GRACE:g})",
+        help="seconds between SIGTERM and SIGKILL (default: the service's stop_grace, "
+        f"else {DEFAULT_GRACE:g})",
     )
     add_config_option(parser)
     add_json_option(parser)
@@ -42,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     host_name, _, service_name = args.target.partition("/")
     host, service = resolve(config, host_name, service_name or None)
-    grace = args.grace if args.grace is not None else DEFAULT_GRACE
+    grace = args.grace if args.grace is not None else service.stop_grace
     return asyncio.run(_kill(host, service, args.pid, grace, json_out=args.json))
 
 

@@ -18,7 +18,7 @@ import sys
 from tui.cli import add_config_option, add_json_option
 from tui.commands.ui import resolve
 from tui.config import Host, Service, load_config
-from tui.ops.kill import DEFAULT_GRACE, KillTarget, kill_run, outcome_of
+from tui.ops.kill import KillTarget, kill_run, outcome_of
 from tui.ops.relaunch import DEFAULT_TIMEOUT, WaitProgress, WaitResult
 
 
@@ -38,9 +38,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--grace",
         type=float,
-        default=DEFAULT_GRACE,
+        default=None,
         metavar="S",
-        help="with --replace: seconds between SIGTERM and SIGKILL",
+        help="with --replace: seconds between SIGTERM and SIGKILL (default: the service's "
+        "stop_grace)",
     )
     add_config_option(parser)
     add_json_option(parser)
@@ -80,7 +81,14 @@ async def _relaunch(host: Host, service: Service, args: argparse.Namespace) -> i
         if args.replace and assessment.run is not None:
             target = KillTarget.of(assessment.run, assessment.boot_id or "", service.port)
             say(args.json, "progress", f"{label}: stopping pid {target.root_pid} first")
-            events = [e async for e in kill_run(transport, target, grace=args.grace)]
+            events = [
+                e
+                async for e in kill_run(
+                    transport,
+                    target,
+                    grace=args.grace if args.grace is not None else service.stop_grace,
+                )
+            ]
             outcome = outcome_of(events)
             summary = outcome.summary(target, service.port)
             audit(

@@ -18,6 +18,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         nargs="?",
         help="one of the host's services (default: the first)",
     )
+    parser.add_argument(
+        "--read-only", action="store_true", help="watch only: no kill, relaunch or any other action"
+    )
     add_config_option(parser)
 
 
@@ -46,6 +49,6 @@ def run(args: argparse.Namespace) -> int:
     host, service = resolve(config, args.host, args.service)
     from tui.app.app import BabysitApp
 
-    app = BabysitApp(host, service)
+    app = BabysitApp(host, service, read_only=args.read_only)
     app.run()
     return app.return_code or 0

@@ -181,7 +181,7 @@ async def launch(transport: Transport, service: Service, *, keep: int = DEFAULT_
         "cwd": service.launch.cwd,
         "env": dict(service.launch.env),
         "log": service.log,
-        "keep": keep,
+        "keep": service.keep_logs if keep is None else keep,
         "record_dir": f"{host_state_dir()}/{service.name}",
         "run_id": uuid.uuid4().hex[:12],
         "who": who(),
