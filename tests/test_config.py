@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -301,3 +302,53 @@ def test_any_text_either_parses_or_raises_config_error(text: str) -> None:
         parse_config(text, "fuzz.yaml")
     except ConfigError as error:
         assert error.message.startswith("fuzz.yaml")
+
+
+def test_instances_expand_with_templates() -> None:
+    config = parse_config(
+        "hosts:\n  b200:\n    local: true\n    services:\n      dp:\n"
+        "        engine: sglang\n        instances: 8\n"
+        "        log: /workspace/dflash/logs/sglang_gpu{i}.log\n"
+        '        port: "{30000 + i}"\n        gpus: ["{i}"]\n'
+        "        match: 'launch_sglang.sh {i}$'\n"
+        '        launch: {command: [bash, /workspace/launch_sglang.sh, "{i}"], env: {GPU: "{i}"}}\n'
+        "groups:\n  nodes: [b200]\n"
+    )
+    services = config.hosts["b200"].services
+    assert list(services) == [f"dp-{i}" for i in range(8)]
+    seven = services["dp-7"]
+    assert seven.log == "/workspace/dflash/logs/sglang_gpu7.log"
+    assert (seven.port, seven.gpus, seven.match) == (30007, (7,), "launch_sglang.sh 7$")
+    assert seven.launch is not None
+    assert seven.launch.command == ("bash", "/workspace/launch_sglang.sh", "7")
+    assert dict(seven.launch.env) == {"GPU": "7"}
+    assert config.groups == {"nodes": ("b200",)}
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (
+            "      dp: {log: '/l{i}', instances: 0}\n",
+            "hosts.h.services.dp.instances: must be between 1 and 1024, not 0",
+        ),
+        (
+            "      dp: {log: '/l{i ** 2}', instances: 2}\n",
+            "hosts.h.services.dp.log: cannot read template '{i ** 2}'",
+        ),
+        (
+            "      dp: {log: /l, port: '{i}', instances: 2}\n",
+            "hosts.h.services.dp-0.port: must be between 1 and 65535, not 0",
+        ),
+    ],
+)
+def test_instance_mistakes_are_named(body: str, expected: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(expected)):
+        parse_config("hosts:\n  h:\n    local: true\n    services:\n" + body)
+
+
+def test_group_members_must_be_hosts() -> None:
+    with pytest.raises(
+        ConfigError, match=r"hosts.yaml:5: groups.g\[1\]: no host 'kpr5' \(did you mean 'kpro5'\?\)"
+    ):
+        parse_config("hosts:\n  kpro5: {local: true}\ngroups:\n  g: [kpro5,\n      kpr5]\n")

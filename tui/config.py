@@ -162,6 +162,8 @@ class Config:
     path: str
     hosts: Mapping[str, Host]
     source: Source
+    #: Named lists of hosts (``babysit GROUP`` opens the fleet view on them).
+    groups: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
 
     def host(self, name: str) -> Host:
         """The host called ``name``, or a UsageError that suggests the closest name."""
@@ -258,7 +260,12 @@ _SERVICE_KEYS = (
     "ready",
     "stop_grace",
     "keep_logs",
+    "instances",
 )
+#: ``{i}``, ``{i + 30000}``, ``{30000 + i}``, ``{2 * i}``: all an instance template may say.
+_TEMPLATE_RE = re.compile(r"\{([^{}]*)\}")
+_EXPR_RE = re.compile(r"^\s*(?:(\d+)\s*([-+*])\s*)?i(?:\s*([-+*])\s*(\d+))?\s*$")
+MAX_INSTANCES = 1024
 _LAUNCH_KEYS = ("command", "cwd", "env")
 _PCT_KEYS = ("node", "vmid")
 _TARGET_RE = re.compile(
@@ -373,7 +380,7 @@ def parse_config(text: str, path: str = "hosts.yaml") -> Config:
     reader = _Reader(path)
     if root is None:
         raise ConfigError(f"{path}:1: hosts: the file is empty; it needs a 'hosts:' mapping")
-    top = reader.mapping(root, "", allowed=("hosts",))
+    top = reader.mapping(root, "", allowed=("hosts", "groups"))
     if "hosts" not in top:
         raise reader.fail(root, "hosts", "missing required key")
     hosts_key, hosts_node = top["hosts"]
@@ -382,7 +389,28 @@ def parse_config(text: str, path: str = "hosts.yaml") -> Config:
         hosts_node = yaml.MappingNode("tag:yaml.org,2002:map", [], hosts_key.start_mark)
     for name, (key_node, value_node) in reader.mapping(hosts_node, "hosts").items():
         hosts[name] = _parse_host(reader, name, key_node, value_node)
-    return Config(path=path, hosts=MappingProxyType(hosts), source=reader.source(hosts_key))
+    groups: dict[str, tuple[str, ...]] = {}
+    if "groups" in top:
+        for group, (g_key, g_node) in reader.mapping(top["groups"][1], "groups").items():
+            if group in hosts:
+                raise reader.fail(g_key, f"groups.{group}", "a group cannot have a host's name")
+            members = []
+            for index, item in enumerate(reader.sequence(g_node, f"groups.{group}")):
+                member = reader.string(item, f"groups.{group}[{index}]")
+                if member not in hosts:
+                    raise reader.fail(
+                        item,
+                        f"groups.{group}[{index}]",
+                        f"no host {member!r}{_suggest(member, hosts)}",
+                    )
+                members.append(member)
+            groups[group] = tuple(members)
+    return Config(
+        path=path,
+        hosts=MappingProxyType(hosts),
+        source=reader.source(hosts_key),
+        groups=MappingProxyType(groups),
+    )
 
 
 def _parse_host(reader: _Reader, name: str, key_node: yaml.Node, node: yaml.Node) -> Host:
@@ -435,7 +463,14 @@ def _parse_host(reader: _Reader, name: str, key_node: yaml.Node, node: yaml.Node
             for service_name, (s_key, s_node) in reader.mapping(
                 services_node, f"{key}.services"
             ).items():
-                services[service_name] = _parse_service(reader, name, service_name, s_key, s_node)
+                for one_name, one_node in _expand_instances(
+                    reader, f"{key}.services.{service_name}", service_name, s_node
+                ):
+                    if one_name in services:
+                        raise reader.fail(
+                            s_key, f"{key}.services.{one_name}", "two services get this name"
+                        )
+                    services[one_name] = _parse_service(reader, name, one_name, s_key, one_node)
     return Host(
         name=name,
         transport=transport,
@@ -583,6 +618,74 @@ def _parse_service(
         stop_grace=stop_grace,
         keep_logs=keep_logs,
     )
+
+
+def _expand_instances(
+    reader: _Reader, key: str, name: str, node: yaml.Node
+) -> list[tuple[str, yaml.Node]]:
+    """A service with ``instances: N`` becomes N services ``name-0`` … ``name-(N-1)``,
+    each with ``{i}``-style templates in its values filled in for its index."""
+    if not isinstance(node, yaml.MappingNode):
+        return [(name, node)]
+    count_node = next((v for k, v in node.value if getattr(k, "value", None) == "instances"), None)
+    if count_node is None:
+        return [(name, node)]
+    count = reader.integer(count_node, f"{key}.instances", 1, MAX_INSTANCES)
+    body = [(k, v) for k, v in node.value if getattr(k, "value", None) != "instances"]
+    return [
+        (
+            f"{name}-{i}",
+            yaml.MappingNode(
+                node.tag, [(k, _fill(reader, key, k, v, i)) for k, v in body], node.start_mark
+            ),
+        )
+        for i in range(count)
+    ]
+
+
+def _fill(reader: _Reader, key: str, key_node: yaml.Node, node: yaml.Node, i: int) -> yaml.Node:
+    """``node`` with every ``{…}`` template filled in for instance ``i``. A value that is
+    one template alone (``"{30000 + i}"``) becomes a number."""
+    where = f"{key}.{getattr(key_node, 'value', '?')}"
+    if isinstance(node, yaml.MappingNode):
+        return yaml.MappingNode(
+            node.tag, [(k, _fill(reader, where, k, v, i)) for k, v in node.value], node.start_mark
+        )
+    if isinstance(node, yaml.SequenceNode):
+        return yaml.SequenceNode(
+            node.tag, [_fill(reader, key, key_node, v, i) for v in node.value], node.start_mark
+        )
+    if not isinstance(node, yaml.ScalarNode) or "{" not in str(node.value):
+        return node
+
+    def value(match: re.Match[str]) -> str:
+        expr = _EXPR_RE.match(match.group(1))
+        if not expr:
+            raise reader.fail(
+                node,
+                where,
+                f"cannot read template {match.group(0)!r}: write {{i}}, {{i + N}}, {{N + i}} "
+                "or {N * i}",
+            )
+        result = i
+        if expr.group(1):
+            result = _apply(int(expr.group(1)), expr.group(2), result)
+        if expr.group(3):
+            result = _apply(result, expr.group(3), int(expr.group(4)))
+        return str(result)
+
+    text = _TEMPLATE_RE.sub(value, str(node.value))
+    whole = _TEMPLATE_RE.fullmatch(str(node.value)) is not None
+    tag = "tag:yaml.org,2002:int" if whole else node.tag
+    return yaml.ScalarNode(tag, text, node.start_mark, node.end_mark, node.style)
+
+
+def _apply(left: int, op: str, right: int) -> int:
+    if op == "+":
+        return left + right
+    if op == "-":
+        return left - right
+    return left * right
 
 
 def _parse_launch(reader: _Reader, key: str, node: yaml.Node) -> LaunchSpec:
