@@ -22,9 +22,14 @@ from tui.core.sanitize import printable
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "targets",
-        metavar="HOST[/SERVICE]",
+        metavar="HOST[/SERVICE]|GROUP",
         nargs="*",
         help="what to check (default: every service of every host)",
+    )
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        help="every service of every host (the default when nothing is named)",
     )
     add_config_option(parser)
     add_json_option(parser)
@@ -34,8 +39,11 @@ def select(config: Config, targets: Sequence[str]) -> list[tuple[Host, list[Serv
     """Hosts with the services asked for, in the order of hosts.yaml."""
     if not targets:
         return [(h, list(h.services.values())) for h in config.hosts.values() if h.services]
-    chosen: dict[str, tuple[Host, list[Service]]] = {}
+    expanded: list[str] = []
     for target in targets:
+        expanded.extend(config.groups.get(target, (target,)))
+    chosen: dict[str, tuple[Host, list[Service]]] = {}
+    for target in expanded:
         host, service = config.service(target)
         _, services = chosen.setdefault(host.name, (host, []))
         for s in [service] if service else list(host.services.values()):
@@ -46,7 +54,7 @@ def select(config: Config, targets: Sequence[str]) -> list[tuple[Host, list[Serv
 
 def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
-    assessments = asyncio.run(gather(select(config, args.targets)))
+    assessments = asyncio.run(gather(select(config, [] if args.all else args.targets)))
     if args.json:
         print(json.dumps(to_json(assessments), indent=2))
     else:
