@@ -739,17 +739,26 @@ def fd_links(pid):
     return links
 
 
-def listening_inodes(port):
-    """Inodes of TCP sockets listening on ``port`` (any address, v4 or v6)."""
-    found = set()
+def listening_sockets():
+    """{port: set of socket inodes} for every listening TCP socket (v4 and v6).
+
+    The kernel builds these tables on each read, which costs milliseconds on a
+    busy host: read them once per probe, not once per service.
+    """
+    found = {}
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         for line in read_text(table).splitlines()[1:]:
             parts = line.split()
             if len(parts) < 10 or parts[3] != "0A":  # 0A = LISTEN
                 continue
-            if int(parts[1].rsplit(":", 1)[1], 16) == port:
-                found.add(int(parts[9]))
+            port = int(parts[1].rsplit(":", 1)[1], 16)
+            found.setdefault(port, set()).add(int(parts[9]))
     return found
+
+
+def listening_inodes(port, sockets=None):
+    """Inodes of TCP sockets listening on ``port`` (any address, v4 or v6)."""
+    return (sockets if sockets is not None else listening_sockets()).get(port, set())
 
 
 def line_time(line, year_hint):
@@ -992,6 +1001,12 @@ class ProcessView(object):
             self.children.setdefault(info["ppid"], []).append(info["pid"])
         self._files = {}
         self._links = {}
+        self._listening = None
+
+    def listening(self, port):
+        if self._listening is None:
+            self._listening = listening_sockets()
+        return self._listening.get(port, set())
 
     def files(self, pid):
         if pid not in self._files:
@@ -1073,7 +1088,7 @@ def find_candidates(view, service):
     log_path = service["log"]
     sources = {}
     port = service.get("port")
-    sockets = set("socket:[%d]" % inode for inode in listening_inodes(port)) if port else set()
+    sockets = set("socket:[%d]" % inode for inode in view.listening(port)) if port else set()
     log_links = (log_path, log_path + " (deleted)")
     pattern = re.compile(service["match"]) if service.get("match") else None
     launch = service.get("launch")
@@ -1136,8 +1151,11 @@ def probe_service(view, service):
                 service.get("engine"),
             )
         runs.append(run)
+    # Only when the log cannot tell: SGLang answers /health by running a generation,
+    # which would add a line to its log and work to its GPU on every refresh.
     health = None
-    if service.get("port") and service.get("health", True):
+    unsure = any(run.get("ready", {}).get("seen") is None for run in runs if "ready" in run)
+    if service.get("port") and service.get("health", True) and unsure:
         health = http_status(service["port"])
     return {
         "name": service["name"],
