@@ -1,0 +1,369 @@
+"""GPU telemetry from nvidia-smi's CSV, and which GPU memory belongs to a service.
+
+The transport runs :data:`GPU_QUERY` and :data:`APPS_QUERY` on the host (every
+2 s by default) and hands the exit status and output here. Nothing here runs
+anything.
+
+Invariants:
+
+* A value nvidia-smi cannot give (``[N/A]``, ``[Not Supported]``, any
+  ``[...]``, ``N/A``) is ``None``, never 0 and never an error.
+* Units are stripped if nvidia-smi printed them (``402.17 W``, ``72853 MiB``),
+  and a header row, if present, names the columns.
+* No nvidia-smi, no driver, no GPU: a :class:`GpuProblem` with one quiet
+  sentence, not an exception.
+* Compute processes are tied to a service only by PID. When none of the PIDs
+  nvidia-smi lists is one of the service's (inside an LXC container it shows
+  host PIDs, or none at all), :class:`Attribution` says so instead of guessing.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import re
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+
+from tui.core.metrics import Metric
+
+GPU_FIELDS = (
+    "index",
+    "name",
+    "power.draw",
+    "power.limit",
+    "utilization.gpu",
+    "memory.used",
+    "memory.total",
+    "temperature.gpu",
+)
+APPS_FIELDS = ("pid", "used_memory")
+
+#: The two commands to run on the host (argv, never a shell string).
+GPU_QUERY = (
+    "nvidia-smi",
+    f"--query-gpu={','.join(GPU_FIELDS)}",
+    "--format=csv,noheader,nounits",
+)
+APPS_QUERY = (
+    "nvidia-smi",
+    f"--query-compute-apps={','.join(APPS_FIELDS)}",
+    "--format=csv,noheader,nounits",
+)
+DEFAULT_INTERVAL = 2.0
+
+_UNIT = re.compile(r"\s*(?:W|MiB|%|C|MHz)$")
+_HEADER_UNIT = re.compile(r"\s*\[[^\]]*\]$")
+
+
+@dataclass(frozen=True)
+class GpuReading:
+    """One GPU at one moment. Each measurement is None when nvidia-smi could not give it.
+
+    ``utilization`` is a fraction 0-1 (nvidia-smi prints percent); power in W,
+    memory in MiB, temperature in °C.
+    """
+
+    index: int
+    name: str
+    power_draw: float | None
+    power_limit: float | None
+    utilization: float | None
+    memory_used: float | None
+    memory_total: float | None
+    temperature: float | None
+
+    @property
+    def power_fraction(self) -> float | None:
+        """Draw over limit, when both are known and the limit is positive."""
+        if self.power_draw is None or not self.power_limit:
+            return None
+        return self.power_draw / self.power_limit
+
+    def values(self) -> dict[Metric, float]:
+        """The known measurements as series values (for ``SeriesStore.add_values``)."""
+        found = {
+            Metric.GPU_POWER: self.power_draw,
+            Metric.GPU_POWER_LIMIT: self.power_limit,
+            Metric.GPU_UTIL: self.utilization,
+            Metric.GPU_MEMORY: self.memory_used,
+            Metric.GPU_TEMPERATURE: self.temperature,
+        }
+        return {metric: value for metric, value in found.items() if value is not None}
+
+    @property
+    def label(self) -> str:
+        """The series label for this GPU (``gpu0``)."""
+        return f"gpu{self.index}"
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "index": self.index,
+            "name": self.name,
+            "power_draw": self.power_draw,
+            "power_limit": self.power_limit,
+            "utilization": self.utilization,
+            "memory_used": self.memory_used,
+            "memory_total": self.memory_total,
+            "temperature": self.temperature,
+        }
+
+
+@dataclass(frozen=True)
+class ComputeApp:
+    """A process nvidia-smi lists as using a GPU, in nvidia-smi's PID namespace."""
+
+    pid: int
+    used_memory: float | None
+
+
+class GpuProblem(enum.Enum):
+    """Why there is no telemetry. Each is a quiet line, not an error."""
+
+    NO_NVIDIA_SMI = "no-nvidia-smi"
+    NO_DRIVER = "no-driver"
+    NO_DEVICES = "no-devices"
+    FAILED = "failed"
+    UNREADABLE = "unreadable"
+
+    @property
+    def message(self) -> str:
+        return _PROBLEMS[self]
+
+
+_PROBLEMS = {
+    GpuProblem.NO_NVIDIA_SMI: "no nvidia-smi on this host: no GPU telemetry",
+    GpuProblem.NO_DRIVER: "nvidia-smi cannot talk to the NVIDIA driver: no GPU telemetry",
+    GpuProblem.NO_DEVICES: "nvidia-smi finds no GPU",
+    GpuProblem.FAILED: "nvidia-smi failed",
+    GpuProblem.UNREADABLE: "nvidia-smi printed nothing babysit can read",
+}
+
+
+@dataclass(frozen=True)
+class GpuQuery:
+    """The outcome of one ``--query-gpu`` run: readings, or the problem that prevented them.
+
+    Invariant: ``problem`` is None exactly when the command succeeded and at
+    least one row was read; ``detail`` is nvidia-smi's own words, if any.
+    """
+
+    gpus: tuple[GpuReading, ...]
+    problem: GpuProblem | None = None
+    detail: str = ""
+
+    @property
+    def message(self) -> str:
+        if self.problem is None:
+            return f"{len(self.gpus)} GPU{'s' if len(self.gpus) != 1 else ''}"
+        return self.problem.message + (f" ({self.detail})" if self.detail else "")
+
+
+def _measure(text: str) -> float | None:
+    text = text.strip()
+    if not text or text.startswith("[") or text.upper() in ("N/A", "NA"):
+        return None
+    text = _UNIT.sub("", text)
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _rows(text: str, fields: Sequence[str]) -> tuple[list[str], list[list[str]]]:
+    """The column names (from a header row when there is one) and the data rows."""
+    columns = list(fields)
+    rows: list[list[str]] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        cells = [cell.strip() for cell in line.split(",")]
+        if rows == [] and cells and cells[0].split(" ")[0] in ("index", "pid"):
+            columns = [_HEADER_UNIT.sub("", cell) for cell in cells]
+            continue
+        rows.append(cells)
+    return columns, rows
+
+
+def _problem(exit_status: int | None, output: str) -> tuple[GpuProblem, str] | None:
+    text = output.strip()
+    first = text.splitlines()[0][:200] if text else ""
+    lowered = text.lower()
+    if exit_status == 127 or "command not found" in lowered or "no such file" in lowered:
+        return GpuProblem.NO_NVIDIA_SMI, ""
+    if "couldn't communicate with the nvidia driver" in lowered or exit_status == 9:
+        return GpuProblem.NO_DRIVER, first
+    if "no devices were found" in lowered or exit_status == 6:
+        return GpuProblem.NO_DEVICES, ""
+    if exit_status not in (0, None):
+        return GpuProblem.FAILED, first or f"exit status {exit_status}"
+    return None
+
+
+def read_gpus(
+    exit_status: int | None, stdout: str, stderr: str = "", fields: Sequence[str] = GPU_FIELDS
+) -> GpuQuery:
+    """Read the output of :data:`GPU_QUERY` (``exit_status`` None: the command was not run
+    to completion, only its output is known). Rows that do not parse are skipped."""
+    problem = _problem(exit_status, f"{stderr}\n{stdout}" if exit_status else stderr)
+    if problem is not None:
+        return GpuQuery((), *problem)
+    columns, rows = _rows(stdout, fields)
+    gpus = []
+    for cells in rows:
+        row = dict(zip(columns, cells, strict=False))
+        try:
+            index = int(row["index"])
+        except (KeyError, ValueError):
+            continue
+        utilization = _measure(row.get("utilization.gpu", ""))
+        gpus.append(
+            GpuReading(
+                index=index,
+                name=row.get("name", ""),
+                power_draw=_measure(row.get("power.draw", "")),
+                power_limit=_measure(row.get("power.limit", "")),
+                utilization=None if utilization is None else utilization / 100,
+                memory_used=_measure(row.get("memory.used", "")),
+                memory_total=_measure(row.get("memory.total", "")),
+                temperature=_measure(row.get("temperature.gpu", "")),
+            )
+        )
+    if not gpus:
+        no_devices = "no devices were found" in stdout.lower()
+        problem_kind = GpuProblem.NO_DEVICES if no_devices else GpuProblem.UNREADABLE
+        return GpuQuery((), problem_kind)
+    return GpuQuery(tuple(gpus))
+
+
+@dataclass(frozen=True)
+class AppsQuery:
+    """The outcome of one ``--query-compute-apps`` run; an empty list is a valid answer."""
+
+    apps: tuple[ComputeApp, ...]
+    problem: GpuProblem | None = None
+    detail: str = ""
+
+
+def read_apps(
+    exit_status: int | None, stdout: str, stderr: str = "", fields: Sequence[str] = APPS_FIELDS
+) -> AppsQuery:
+    """Read the output of :data:`APPS_QUERY`. ``No running processes found`` is no apps."""
+    problem = _problem(exit_status, f"{stderr}\n{stdout}" if exit_status else stderr)
+    if problem is not None:
+        return AppsQuery((), *problem)
+    columns, rows = _rows(stdout, fields)
+    apps = []
+    for cells in rows:
+        row = dict(zip(columns, cells, strict=False))
+        try:
+            pid = int(row["pid"])
+        except (KeyError, ValueError):
+            continue
+        apps.append(ComputeApp(pid, _measure(row.get("used_memory", ""))))
+    return AppsQuery(tuple(apps))
+
+
+class Attribution(enum.Enum):
+    """How far GPU use could be tied to the service's processes."""
+
+    #: at least one process nvidia-smi lists is one of the service's
+    TIED = "tied"
+    #: nvidia-smi lists processes, none of them the service's (a container: host PIDs)
+    OTHER_PIDS = "other-pids"
+    #: nvidia-smi lists no process at all (usual inside a container)
+    NONE_LISTED = "none-listed"
+    #: the service has no live process to tie anything to
+    NO_SERVICE_PIDS = "no-service-pids"
+    #: the process query itself failed
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class ServiceGpus:
+    """The GPUs a service is shown with, and whose memory on them is the service's.
+
+    ``gpus`` are the service's GPUs (those listed in hosts.yaml, else all);
+    ``pids`` the service's PIDs nvidia-smi lists and ``memory`` what they hold
+    (MiB, None when not tied); ``note`` says in plain words how far the tie
+    goes — never empty when it could not be made.
+    """
+
+    gpus: tuple[GpuReading, ...]
+    attribution: Attribution
+    pids: tuple[int, ...]
+    memory: float | None
+    note: str
+    problem: GpuProblem | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "gpus": [g.to_json() for g in self.gpus],
+            "attribution": self.attribution.value,
+            "pids": list(self.pids),
+            "memory": self.memory,
+            "note": self.note,
+            "problem": None if self.problem is None else self.problem.value,
+        }
+
+
+def attribute(
+    query: GpuQuery,
+    apps: AppsQuery | None,
+    service_pids: Collection[int],
+    service_gpus: Sequence[int] = (),
+) -> ServiceGpus:
+    """Tie nvidia-smi's view to one service by PID (``service_pids``: the run's processes)."""
+    wanted = set(service_gpus)
+    gpus = tuple(g for g in query.gpus if not wanted or g.index in wanted)
+    untied = _cannot_tie(query, apps, service_pids, gpus, wanted)
+    if untied is not None:
+        return untied
+    listed_apps = apps.apps if apps is not None else ()
+    pids = set(service_pids)
+    mine = [a for a in listed_apps if a.pid in pids]
+    if mine:
+        known = [a.used_memory for a in mine if a.used_memory is not None]
+        memory = sum(known) if known else None
+        note = f"{len(mine)} of the run's processes on the GPUs"
+        return ServiceGpus(gpus, Attribution.TIED, tuple(a.pid for a in mine), memory, note)
+    if listed_apps:
+        listed = ", ".join(str(a.pid) for a in listed_apps[:6])
+        more = "…" if len(listed_apps) > 6 else ""
+        note = (
+            f"nvidia-smi lists PIDs {listed}{more}, none of them this run's "
+            "(inside a container nvidia-smi shows host PIDs): GPU memory not tied to the service"
+        )
+        return ServiceGpus(gpus, Attribution.OTHER_PIDS, (), None, note)
+    note = (
+        "nvidia-smi lists no GPU processes (inside a container it usually cannot see them): "
+        "GPU memory not tied to the service"
+    )
+    return ServiceGpus(gpus, Attribution.NONE_LISTED, (), None, note)
+
+
+def _cannot_tie(
+    query: GpuQuery,
+    apps: AppsQuery | None,
+    service_pids: Collection[int],
+    gpus: tuple[GpuReading, ...],
+    wanted: set[int],
+) -> ServiceGpus | None:
+    if query.problem is not None:
+        return ServiceGpus((), Attribution.UNKNOWN, (), None, query.message, query.problem)
+    if wanted and not gpus:
+        listed = ", ".join(str(g.index) for g in query.gpus)
+        note = f"GPUs {sorted(wanted)} from hosts.yaml are not among nvidia-smi's ({listed})"
+        return ServiceGpus((), Attribution.UNKNOWN, (), None, note)
+    if apps is None or apps.problem is not None:
+        why = apps.problem.message if apps and apps.problem else "not queried"
+        return ServiceGpus(gpus, Attribution.UNKNOWN, (), None, f"GPU processes unknown: {why}")
+    if not service_pids:
+        return ServiceGpus(gpus, Attribution.NO_SERVICE_PIDS, (), None, "no live run to tie to")
+    return None
+
+
+def gpu_values(gpus: Sequence[GpuReading]) -> Mapping[str, dict[Metric, float]]:
+    """Series values per GPU label (``gpu0`` -> {GPU_POWER: 402.2, ...})."""
+    return {g.label: g.values() for g in gpus}

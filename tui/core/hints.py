@@ -1,0 +1,268 @@
+"""Hints: small rules over what babysit already sees, each with the evidence that fired it.
+
+A hint is a suggestion, never a verdict: it names the rule, says in plain
+words what may be wrong and where to look, and lists the facts it rests on
+(values, ages, runs, log offsets) so a person can check them. Each rule is a
+pure function of a :class:`~tui.core.metrics.ServiceMetrics` snapshot (the
+current run only), the launch diff, the GPUs and what is known of requests; a
+rule with too little data stays quiet.
+
+Rules:
+
+* ``spec-no-accept-metrics`` — speculative decoding is intended or reported,
+  the run generated tokens in at least two intervals, yet it printed no accept
+  length or rate.
+* ``low-gpu-power`` — a GPU draws under 60% of its power limit while
+  requests run (fresh values only).
+* ``stall`` — within the last two minutes of the run the queue grew while
+  generation throughput fell to 70% of its peak or less.
+* ``possible-repetition`` — accept rate at or above 0.95 on very long outputs
+  (4,096 tokens or more per request) at a temperature above 0 (or unknown):
+  check the sampling parameters.
+"""
+
+from __future__ import annotations
+
+import enum
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tui.core.gpu import ServiceGpus
+from tui.core.launch import LaunchDiff, reported_speculative
+from tui.core.metrics import Metric, SeriesPoint, ServiceMetrics, Unit
+
+
+class HintRule(enum.Enum):
+    SPEC_NO_ACCEPT = "spec-no-accept-metrics"
+    LOW_GPU_POWER = "low-gpu-power"
+    STALL = "stall"
+    POSSIBLE_REPETITION = "possible-repetition"
+
+
+@dataclass(frozen=True)
+class Hint:
+    """One fired rule: what may be wrong (``message``) and the facts behind it (``evidence``).
+
+    Invariant: ``evidence`` is never empty.
+    """
+
+    rule: HintRule
+    message: str
+    evidence: tuple[str, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {"rule": self.rule.value, "message": self.message, "evidence": list(self.evidence)}
+
+
+@dataclass(frozen=True)
+class RequestStats:
+    """What is known of recent requests (from request logs or a client); None: unknown."""
+
+    mean_output_tokens: float | None = None
+    temperature: float | None = None
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The numbers the rules use; the defaults are the documented ones."""
+
+    #: decode values a run needs before "no accept metrics" means anything
+    spec_min_points: int = 2
+    low_power_fraction: float = 0.6
+    stall_window: float = 120.0
+    stall_min_points: int = 3
+    stall_queue_growth: float = 2.0
+    stall_throughput_drop: float = 0.7
+    repetition_accept_rate: float = 0.95
+    repetition_min_points: int = 3
+    long_output_tokens: float = 4096.0
+
+
+def hints(
+    metrics: ServiceMetrics,
+    *,
+    launch: LaunchDiff | None = None,
+    gpus: ServiceGpus | None = None,
+    requests: RequestStats | None = None,
+    thresholds: Thresholds | None = None,
+) -> list[Hint]:
+    """Every rule that fires, in rule order."""
+    limits = thresholds or Thresholds()
+    found = [
+        spec_without_accept(metrics, launch, limits),
+        low_gpu_power(metrics, gpus, limits),
+        stall(metrics, limits),
+        possible_repetition(metrics, requests, limits),
+    ]
+    return [hint for hint in found if hint is not None]
+
+
+def _run(metrics: ServiceMetrics) -> str:
+    return "this log" if metrics.run in (None, 0) else f"run {metrics.run}"
+
+
+def _where(points: Sequence[SeriesPoint]) -> str:
+    offsets = [p.offset for p in points if p.offset is not None]
+    if not offsets:
+        return ""
+    if len(offsets) == 1 or offsets[0] == offsets[-1]:
+        return f" (log byte {offsets[0]})"
+    return f" (log bytes {offsets[0]} to {offsets[-1]})"
+
+
+def spec_without_accept(
+    metrics: ServiceMetrics, launch: LaunchDiff | None, limits: Thresholds
+) -> Hint | None:
+    """Speculative decoding intended or reported, the run decodes, and no accept metrics."""
+    if launch is None:
+        return None
+    intended = launch.speculative_intended
+    reported = reported_speculative(launch.reported)
+    if not intended and not reported:
+        return None
+    # vLLM prints stats lines while idle too; only generating intervals count
+    decoding = [p for p in metrics.series_of(Metric.GEN_THROUGHPUT) if p.value > 0]
+    if len(decoding) < limits.spec_min_points:
+        return None
+    if metrics.series_of(Metric.ACCEPT_LEN) or metrics.series_of(Metric.ACCEPT_RATE):
+        return None
+    evidence = []
+    if intended:
+        evidence.append(f"hosts.yaml asks for speculative decoding ({intended})")
+    spec_flags = [f for f in launch.missing if "specul" in f]
+    if spec_flags:
+        evidence.append(f"missing from the running server: {', '.join(spec_flags)}")
+    if launch.reported is not None:
+        said = reported or "none"
+        evidence.append(f"the server reports speculative decoding: {said}")
+    evidence.append(
+        f"{_run(metrics)}: {len(decoding)} throughput values{_where(decoding)}, "
+        "none with accept length or rate"
+    )
+    return Hint(
+        HintRule.SPEC_NO_ACCEPT,
+        "speculative decoding should be on, but this run prints no acceptance metrics: "
+        "it is probably off — compare the launch flags",
+        tuple(evidence),
+    )
+
+
+def low_gpu_power(
+    metrics: ServiceMetrics, gpus: ServiceGpus | None, limits: Thresholds
+) -> Hint | None:
+    """A GPU draws under ``low_power_fraction`` of its limit while requests run."""
+    if gpus is None or not gpus.gpus:
+        return None
+    running = metrics.latest_of(Metric.RUNNING)
+    if running is None or running.stale or running.value < 1:
+        return None
+    low = [
+        g
+        for g in gpus.gpus
+        if g.power_fraction is not None and g.power_fraction < limits.low_power_fraction
+    ]
+    if not low:
+        return None
+    evidence = [
+        f"GPU {g.index}: {g.power_draw:.0f} W of {g.power_limit:.0f} W "
+        f"({g.power_fraction * 100:.0f}%)"  # type: ignore[operator]
+        for g in low
+    ]
+    evidence.append(
+        f"{running.value:.0f} requests running ({running.age:.0f} s ago, {_run(metrics)})"
+    )
+    throughput = metrics.latest_of(Metric.GEN_THROUGHPUT)
+    if throughput is not None:
+        evidence.append(f"gen throughput {throughput.text}")
+    return Hint(
+        HintRule.LOW_GPU_POWER,
+        f"GPU power under {limits.low_power_fraction:.0%} of its limit while requests run: "
+        "the GPUs are waiting — small batches, speculative decoding off, or a CPU-bound server",
+        tuple(evidence),
+    )
+
+
+def _window(points: Sequence[SeriesPoint], seconds: float) -> list[SeriesPoint]:
+    if not points:
+        return []
+    start = points[-1].ts - seconds
+    return [p for p in points if p.ts >= start]
+
+
+def stall(metrics: ServiceMetrics, limits: Thresholds) -> Hint | None:
+    """The queue grew while generation throughput fell, within the last ``stall_window``."""
+    queue = _window(metrics.series_of(Metric.QUEUED), limits.stall_window)
+    tput = _window(metrics.series_of(Metric.GEN_THROUGHPUT), limits.stall_window)
+    if len(queue) < limits.stall_min_points or len(tput) < limits.stall_min_points:
+        return None
+    first_q, last_q = queue[0].value, queue[-1].value
+    peak = max(p.value for p in tput)
+    last_t = tput[-1].value
+    growing = last_q - first_q >= limits.stall_queue_growth and last_q >= max(
+        p.value for p in queue
+    )
+    falling = peak > 0 and last_t <= limits.stall_throughput_drop * peak
+    if not (growing and falling):
+        return None
+    span = queue[-1].ts - queue[0].ts
+    tokens = Unit.TOKENS_PER_S
+    return Hint(
+        HintRule.STALL,
+        "requests queue up while throughput falls: the server may be stalling "
+        "(look at the log around these lines)",
+        (
+            f"queue {first_q:.0f} → {last_q:.0f} requests over {span:.0f} s{_where(queue)}",
+            f"gen throughput {tokens.format(peak)} at its peak → {tokens.format(last_t)} "
+            f"now{_where(tput[-1:])}",
+        ),
+    )
+
+
+def possible_repetition(
+    metrics: ServiceMetrics, requests: RequestStats | None, limits: Thresholds
+) -> Hint | None:
+    """Accept rate at or above the limit on very long outputs at a temperature above 0."""
+    rates = metrics.series_of(Metric.ACCEPT_RATE)[-max(limits.repetition_min_points, 5) :]
+    if len(rates) < limits.repetition_min_points:
+        return None
+    rate = statistics.median(p.value for p in rates)
+    if rate < limits.repetition_accept_rate:
+        return None
+    temperature = requests.temperature if requests else None
+    if temperature is not None and temperature <= 0:
+        return None  # greedy decoding: drafts matching is expected
+    length, length_evidence = _output_length(metrics, requests)
+    if length is None or length < limits.long_output_tokens:
+        return None
+    return Hint(
+        HintRule.POSSIBLE_REPETITION,
+        "drafts are almost always accepted on very long outputs: the model may be repeating "
+        "itself — check the sampling parameters (temperature, penalties), "
+        "not speculative decoding",
+        (
+            f"accept rate {rate:.2f} (median of the last {len(rates)} values, "
+            f"{_run(metrics)}){_where(rates)}",
+            length_evidence,
+            f"temperature {temperature:g}"
+            if temperature is not None
+            else "temperature unknown (at 0 this would be expected)",
+        ),
+    )
+
+
+def _output_length(
+    metrics: ServiceMetrics, requests: RequestStats | None
+) -> tuple[float | None, str]:
+    if requests is not None and requests.mean_output_tokens is not None:
+        tokens = requests.mean_output_tokens
+        return tokens, f"mean output {tokens:,.0f} tokens"
+    kv = metrics.latest_of(Metric.KV_TOKENS)
+    running = metrics.latest_of(Metric.RUNNING)
+    if kv is None or running is None or running.value < 1:
+        return None, ""
+    per_request = kv.value / running.value
+    return per_request, (
+        f"~{per_request:,.0f} tokens held per running request "
+        f"({kv.value:,.0f} tokens / {running.value:.0f} requests)"
+    )
