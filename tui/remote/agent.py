@@ -604,6 +604,9 @@ def writes(pid, fd):
 LOG_HEAD = 4096
 LOG_TAIL = 8192
 READY_SCAN = 8 * 1024 * 1024
+# The line where the server prints the arguments it really runs with, after the anchor.
+ARGS_NEEDLES = [b"server_args=ServerArgs(", b"non-default args: {", b"args: Namespace("]
+ARGS_SCAN = 4 * 1024 * 1024
 # Start times are known to 1/100 s (clock ticks and /proc/uptime); allow that much.
 START_SLACK = 0.05
 TS_PATTERNS = [
@@ -794,7 +797,7 @@ def last_time(data, year_hint):
     return None
 
 
-def log_facts(path):
+def log_facts(path, tail_bytes=0):
     st = stat_or_none(path)
     if st is None or not stat.S_ISREG(st.st_mode):
         return {"path": path, "exists": st is not None, "regular": False}
@@ -813,11 +816,18 @@ def log_facts(path):
     except OSError as error:
         facts["error"] = error.strerror
         return facts
+    want = max(LOG_TAIL, tail_bytes)
     try:
         head = os.pread(fd, LOG_HEAD, 0)
-        tail = os.pread(fd, LOG_TAIL, max(0, st.st_size - LOG_TAIL))
+        tail = os.pread(fd, want, max(0, st.st_size - want))
     finally:
         os.close(fd)
+    if tail_bytes:
+        import base64
+
+        last = tail[-tail_bytes:]
+        facts["tail_offset"] = st.st_size - len(last)
+        facts["tail"] = base64.b64encode(last).decode("ascii")
     facts["first_ts"] = first_time(head, year)
     facts["last_ts"] = last_time(tail, year)
     return facts
@@ -902,12 +912,6 @@ def readiness(log_path, run, record, ready_patterns, engine):
     st = stat_or_none(log_path)
     if st is None:
         return {"anchor": None, "source": "no log", "seen": None}
-    if not ready_patterns:
-        return {
-            "anchor": None,
-            "seen": None,
-            "source": "no ready line is known for this engine (set ready: in hosts.yaml)",
-        }
     year = time.localtime(st.st_mtime).tm_year
     try:
         fd = open_file(log_path)
@@ -926,12 +930,21 @@ def readiness(log_path, run, record, ready_patterns, engine):
             anchor, source = find_anchor(fd, st.st_size, run["start_time"], year, tag)
         if anchor is None:
             return {"anchor": None, "source": source, "seen": None}
+        args_line = scan_for(fd, anchor, st.st_size, ARGS_NEEDLES, limit=ARGS_SCAN)
+        if not ready_patterns:
+            return {
+                "anchor": anchor,
+                "seen": None,
+                "args_line": args_line[1] if args_line else None,
+                "source": "no ready line is known for this engine (set ready: in hosts.yaml)",
+            }
         found = scan_for(fd, anchor, st.st_size, [p.encode() for p in ready_patterns])
         result = {
             "anchor": anchor,
             "source": source,
             "seen": found is not None,
             "complete": st.st_size - anchor <= READY_SCAN,
+            "args_line": args_line[1] if args_line else None,
         }
         if found is not None:
             result["offset"], result["line"] = found
@@ -1124,7 +1137,7 @@ def find_candidates(view, service):
 
 def probe_service(view, service):
     log_path = service["log"]
-    log = log_facts(log_path)
+    log = log_facts(log_path, int(service.get("tail_bytes") or 0))
     record = last_record(service["record_dir"]) if service.get("record_dir") else None
     record_state, record_pid = record_candidate(view, record)
     sources, unreadable = find_candidates(view, service)
@@ -1165,6 +1178,7 @@ def probe_service(view, service):
         "record": record,
         "record_state": record_state,
         "health": health,
+        "gpu_csv": nvidia_smi_csv() if service.get("gpus") else None,
     }
 
 
@@ -1264,6 +1278,35 @@ def port_owners(port):
             if any(target in listening for _, target in links):
                 owners.append(int(name))
     return owners or ["unknown (not readable)"]
+
+
+def nvidia_smi_csv():
+    """The raw CSV of the two nvidia-smi queries babysit reads, or None without nvidia-smi."""
+    import subprocess
+
+    out = {}
+    for name, query in (
+        (
+            "gpus",
+            "--query-gpu=index,name,power.draw,power.limit,utilization.gpu,"
+            "memory.used,memory.total,temperature.gpu",
+        ),
+        ("apps", "--query-compute-apps=pid,used_memory"),
+    ):
+        try:
+            done = subprocess.run(
+                ["nvidia-smi", query, "--format=csv,noheader,nounits"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                timeout=10,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError) as error:
+            return {"error": str(error)} if name == "gpus" else out
+        if done.returncode != 0:
+            out[name + "_error"] = done.stderr.decode("utf-8", "replace").strip()[-300:]
+        out[name] = done.stdout.decode("utf-8", "replace")
+    return out
 
 
 def gpu_apps():
