@@ -15,6 +15,7 @@ from datetime import datetime, timedelta, timezone
 
 from tui.cli import add_config_option, add_json_option
 from tui.config import Config, Host, Service, load_config
+from tui.core.report import ServiceReport
 from tui.core.runs import Assessment, exit_status
 from tui.core.sanitize import printable
 
@@ -54,15 +55,20 @@ def select(config: Config, targets: Sequence[str]) -> list[tuple[Host, list[Serv
 
 def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
-    assessments = asyncio.run(gather(select(config, [] if args.all else args.targets)))
+    reports = asyncio.run(gather_reports(select(config, [] if args.all else args.targets)))
+    assessments = [r.assessment for r in reports]
     if args.json:
-        print(json.dumps(to_json(assessments), indent=2))
+        data = to_json(assessments)
+        for entry, report in zip(data["services"], reports, strict=True):  # type: ignore[call-overload]
+            entry.update(report.to_json())
+        print(json.dumps(data, indent=2))
     else:
-        print(render(assessments), end="")
+        print(render(assessments, reports), end="")
     return exit_status(assessments)
 
 
 async def gather(selection: list[tuple[Host, list[Service]]]) -> list[Assessment]:
+    """Verdicts only: one probe round trip per host, all hosts at once."""
     from tui.remote import SshLinks, open_transport
     from tui.remote.probe import probe_host
 
@@ -79,16 +85,39 @@ async def gather(selection: list[tuple[Host, list[Service]]]) -> list[Assessment
     return [a for group in results for a in group]
 
 
-def render(assessments: Sequence[Assessment]) -> str:
+async def gather_reports(selection: list[tuple[Host, list[Service]]]) -> list[ServiceReport]:
+    """Verdicts with metrics, launch diffs, GPUs and hints; still one round trip per host."""
+    from tui.remote import SshLinks, open_transport
+    from tui.remote.probe import report_host
+
+    links = SshLinks()
+    try:
+        results = await asyncio.gather(
+            *(
+                report_host(open_transport(host, links), host, services)
+                for host, services in selection
+            )
+        )
+    finally:
+        await links.close()
+    return [r for group in results for r in group]
+
+
+def render(
+    assessments: Sequence[Assessment], reports: Sequence[ServiceReport] | None = None
+) -> str:
     if not assessments:
         return "no services in hosts.yaml\n"
     width = max(len(f"{a.host}/{a.service}") for a in assessments)
     lines = []
-    for a in assessments:
+    for index, a in enumerate(assessments):
         name = f"{a.host}/{a.service}"
         lines.append(
             f"{name:<{width}}  {a.verdict.name.replace('_', '-'):<9}  {printable(a.summary)}"
         )
+        if reports is not None:
+            for hint in reports[index].hints:
+                lines.append(f"{'':<{width}}  hint: {printable(hint.message)}")
     return "\n".join(lines) + "\n"
 
 

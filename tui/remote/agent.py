@@ -1178,7 +1178,7 @@ def probe_service(view, service):
         "record": record,
         "record_state": record_state,
         "health": health,
-        "gpu_csv": nvidia_smi_csv() if service.get("gpus") else None,
+        "gpu_csv": nvidia_smi_csv() if service.get("gpus") is not None else None,
     }
 
 
@@ -1302,9 +1302,12 @@ def nvidia_smi_csv():
                 check=False,
             )
         except (OSError, subprocess.SubprocessError) as error:
-            return {"error": str(error)} if name == "gpus" else out
-        if done.returncode != 0:
-            out[name + "_error"] = done.stderr.decode("utf-8", "replace").strip()[-300:]
+            out[name + "_status"] = 127
+            out[name + "_error"] = str(error)
+            out[name] = ""
+            continue
+        out[name + "_status"] = done.returncode
+        out[name + "_error"] = done.stderr.decode("utf-8", "replace").strip()[-300:]
         out[name] = done.stdout.decode("utf-8", "replace")
     return out
 
