@@ -2,21 +2,27 @@
 
 :class:`BabysitApp` is also the factory tests use: pass ``follower_factory`` to
 feed the screen fixed rows, ``transport_factory`` for a stand-in link, and
-``clock`` to freeze the header's time.
+``clock`` to freeze the header's time; ``ops_factory`` and
+``anchor_follower_factory`` stand in for kill, relaunch and the follower a
+relaunch starts. ``read_only`` offers no action that changes the host.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
+from functools import partial
 from typing import ClassVar
 
-from textual.app import App
+from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.screen import Screen
 
-from tui.app.screens.host import HostScreen, RowSource
+from tui.app.operations import HostOps, TransportOps
+from tui.app.screens.host import HOST_ACTIONS, AnchorFollower, HostScreen, RowSource
 from tui.config import Host, Service
 from tui.core.follow import Start
+from tui.core.logcursor import LogCursor
 from tui.core.runs import Assessment
 from tui.remote import SshLinks, Transport, open_transport
 from tui.remote.follow import Follower
@@ -28,6 +34,15 @@ DEFAULT_TAIL = 500
 FollowerFactory = Callable[[Transport], RowSource]
 ProbeFactory = Callable[[Transport], Callable[[], Awaitable[Assessment]]]
 TransportFactory = Callable[[Host, SshLinks], Transport]
+OpsFactory = Callable[[Transport], HostOps]
+AnchorFollowerFactory = Callable[[Transport], AnchorFollower]
+
+#: Command palette entries for the host actions: (action, title, help).
+ACTION_COMMANDS = {
+    "kill": ("Kill the run", "Stop the verified run: SIGTERM, grace, then SIGKILL (asks first)"),
+    "relaunch": ("Relaunch", "Start the service from its launch: in hosts.yaml (asks first)"),
+    "replace": ("Replace the run", "Kill the verified run, then relaunch (asks first)"),
+}
 
 
 class BabysitApp(App[int]):
@@ -35,7 +50,7 @@ class BabysitApp(App[int]):
 
     CSS_PATH = "babysit.tcss"
     TITLE = "babysit"
-    ENABLE_COMMAND_PALETTE = False
+    ENABLE_COMMAND_PALETTE = True
     BINDINGS: ClassVar[list[BindingType]] = [Binding("q", "quit", "quit", id="app.quit")]
 
     def __init__(
@@ -50,6 +65,8 @@ class BabysitApp(App[int]):
         probe_factory: ProbeFactory | None = None,
         probe_interval: float = 2.0,
         read_only: bool = False,
+        ops_factory: OpsFactory | None = None,
+        anchor_follower_factory: AnchorFollowerFactory | None = None,
     ) -> None:
         super().__init__()
         self.host = host
@@ -63,6 +80,8 @@ class BabysitApp(App[int]):
         self.probe_interval = probe_interval
         #: No action that changes anything on a host is offered (kill, relaunch, …).
         self.read_only = read_only
+        self._ops_factory = ops_factory or (lambda transport: TransportOps(transport, service))
+        self._anchor_follower_factory = anchor_follower_factory or self._anchor_follower
 
     def _follower(self, transport: Transport) -> RowSource:
         return Follower(transport, self.service.log, label=self.service.label, start=self.start)
@@ -82,6 +101,14 @@ class BabysitApp(App[int]):
 
         return follow_pid
 
+    def _anchor_follower(self, transport: Transport) -> AnchorFollower:
+        def follow_from(cursor: LogCursor) -> RowSource:
+            return Follower(
+                transport, self.service.log, label=self.service.label, start=Start(cursor=cursor)
+            )
+
+        return follow_from
+
     def on_mount(self) -> None:
         # Opening a transport only builds it; connecting happens in the follower's worker.
         transport = self._transport_factory(self.host, self.links)
@@ -96,8 +123,22 @@ class BabysitApp(App[int]):
                 probe=self._probe_factory(transport),
                 writer_follower=self._writer_follower(transport),
                 probe_interval=self.probe_interval,
+                ops=self._ops_factory(transport),
+                anchor_follower=self._anchor_follower_factory(transport),
+                read_only=self.read_only,
             )
         )
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        """The palette: Textual's own commands, help, and each host action allowed now."""
+        yield from super().get_system_commands(screen)
+        if not isinstance(screen, HostScreen):
+            return
+        yield SystemCommand("Help", "The keys of this screen", screen.action_help)
+        for action in HOST_ACTIONS:
+            if screen.check_action(action, ()):
+                title, help_text = ACTION_COMMANDS[action]
+                yield SystemCommand(title, help_text, partial(screen.run_action, action))
 
     async def on_unmount(self) -> None:
         await self.links.close()

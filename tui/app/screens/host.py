@@ -1,16 +1,25 @@
-"""The host screen: one service on one host — header, (later) banner, launch and
+"""The host screen: one service on one host — header, banner, (later) launch and
 metrics panes, the log pane, and the keys.
 
 The log is followed by an async worker that applies each batch of rows once.
 Every way the follower can end (an error, or simply stopping) is handled in one
 place, :meth:`HostScreen.on_worker_state_changed`, and told on screen in plain
 words; nothing the follower does can crash the app.
+
+``k`` kill, ``r`` relaunch and ``R`` replace run in a worker of their own group
+(``action:<host>``), one at a time, in the order of ``babysit kill`` and
+``babysit relaunch``: a confirmation that shows exactly what will happen, then
+the :mod:`tui.ops` functions, each step on the progress line under the banner,
+each action and outcome in the audit log. They are offered only when the latest
+assessment has a verified run to act on (or, for relaunch, verifiably none), and
+never with ``read_only``. Their failures too are told in the one place.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import shlex
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import ClassVar, Protocol
@@ -24,16 +33,37 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerError, WorkerState
 
+from tui.app.operations import HostOps
+from tui.app.screens.action_words import KillWords, WaitWords, clip
+from tui.app.screens.confirm import (
+    ConfirmAction,
+    Plan,
+    gpu_text,
+    kill_plan,
+    relaunch_plan,
+    replace_plan,
+)
+from tui.app.screens.help import HelpScreen, keys_of
+from tui.app.widgets.action_progress import ActionProgress
 from tui.app.widgets.host_header import HostHeader
 from tui.app.widgets.log_view import LogView
 from tui.app.widgets.run_banner import RunBanner
 from tui.app.widgets.search_bar import SearchBar
 from tui.config import Host, Service
 from tui.core.follow import FileInfo
-from tui.core.logcursor import EventKind, EventRow, LogEvent, Row
-from tui.core.runs import Assessment
+from tui.core.logcursor import EventKind, EventRow, LogCursor, LogEvent, Row
+from tui.core.runs import Assessment, Run, Verdict
 from tui.core.sanitize import printable
 from tui.errors import BabysitError
+from tui.ops.kill import KillOutcome, KillTarget, outcome_of
+from tui.ops.relaunch import (
+    Launched,
+    LaunchRefused,
+    WaitProgress,
+    WaitResult,
+    audit,
+    check_preconditions,
+)
 from tui.remote.transport import Transport
 
 #: Seconds to wait, when the screen closes, for the follower to end its agent.
@@ -41,8 +71,14 @@ FOLLOWER_STOP_TIMEOUT = 3.0
 #: Seconds between two probes of which run this is (a probe re-arms only once done).
 PROBE_INTERVAL = 2.0
 
+#: Verdicts whose run may be killed: the run is this service's, verified by the probe.
+KILLABLE = frozenset({Verdict.LIVE, Verdict.STARTING, Verdict.STALE, Verdict.NO_LOG})
+#: The actions that change the host; never offered with ``read_only``.
+HOST_ACTIONS = ("kill", "relaunch", "replace")
+
 Probe = Callable[[], Awaitable[Assessment]]
 WriterFollower = Callable[[int], "RowSource"]
+AnchorFollower = Callable[[LogCursor], "RowSource"]
 
 
 class RowSource(Protocol):
@@ -59,7 +95,36 @@ class HostScreen(Screen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "open_search", "search", key_display="/", id="host.search"),
-        Binding("w", "follow_writer", "follow writer", id="host.follow_writer"),
+        Binding(
+            "w",
+            "follow_writer",
+            "follow writer",
+            id="host.follow_writer",
+            tooltip="follow writer: the file the run writes (deleted or renamed)",
+        ),
+        Binding(
+            "k",
+            "kill",
+            "kill",
+            id="host.kill",
+            tooltip="kill: stop the verified run (SIGTERM, grace, SIGKILL), after asking",
+        ),
+        Binding(
+            "r",
+            "relaunch",
+            "relaunch",
+            id="host.relaunch",
+            tooltip="relaunch: start the service from its launch: when no run is there, "
+            "after asking",
+        ),
+        Binding(
+            "R",
+            "replace",
+            "replace",
+            id="host.replace",
+            tooltip="replace: kill the run, then relaunch, after asking",
+        ),
+        Binding("question_mark", "help", "help", key_display="?", id="host.help"),
     ]
 
     def __init__(
@@ -73,6 +138,9 @@ class HostScreen(Screen[None]):
         probe: Probe | None = None,
         writer_follower: WriterFollower | None = None,
         probe_interval: float = PROBE_INTERVAL,
+        ops: HostOps | None = None,
+        anchor_follower: AnchorFollower | None = None,
+        read_only: bool = False,
     ) -> None:
         super().__init__()
         self.host = host
@@ -83,8 +151,18 @@ class HostScreen(Screen[None]):
         self.probe = probe
         self.writer_follower = writer_follower
         self.probe_interval = probe_interval
+        #: Kill and relaunch on this host; None offers neither.
+        self.ops = ops
+        #: A follower from a cursor (the new run's anchor, after a relaunch).
+        self.anchor_follower = anchor_follower
+        #: No action that changes the host is offered or run.
+        self.read_only = read_only
         self.assessment: Assessment | None = None
         self._follower_worker: Worker[None] | None = None
+        self._action_worker: Worker[None] | None = None
+        # One probe at a time: two probe agents at once would each see the other's
+        # command line (it carries the service's match: pattern) as a candidate run.
+        self._probe_lock = asyncio.Lock()
 
     @property
     def where(self) -> str:
@@ -95,10 +173,16 @@ class HostScreen(Screen[None]):
     def log_view(self) -> LogView:
         return self.query_one(LogView)
 
+    @property
+    def progress(self) -> ActionProgress:
+        return self.query_one(ActionProgress)
+
     def compose(self) -> ComposeResult:
-        yield HostHeader(self.where, self.transport.status_text, self.clock, id="header")
+        where = f"{self.where} · read-only" if self.read_only else self.where
+        yield HostHeader(where, self.transport.status_text, self.clock, id="header")
         with Vertical(id="panes"):
             yield RunBanner(self.clock, id="banner")
+            yield ActionProgress(self.clock, id="progress")
             # Later: LaunchPane beside MetricsPane, height: auto.
             yield Static(id="problem")
             yield LogView(self.service.log, id="log")
@@ -132,7 +216,8 @@ class HostScreen(Screen[None]):
         """Probe which run this is, show it, and note every change of verdict in the log."""
         probe = self.probe
         while probe is not None:
-            assessment = await probe()
+            async with self._probe_lock:
+                assessment = await probe()
             self.show_assessment(assessment)
             await asyncio.sleep(self.probe_interval)
 
@@ -160,31 +245,67 @@ class HostScreen(Screen[None]):
                 return False
             shown = self.follower.file.inode if self.follower.file else None
             return True if shown != a.writer_file.inode else None
+        if action in HOST_ACTIONS:
+            if self.read_only or self.ops is None:
+                return False
+            return True if self.can(action) else None
         return True
+
+    def can(self, action: str) -> bool:
+        """May ``action`` run now, on the latest assessment? (One action at a time.)"""
+        if self.read_only or self.ops is None or self.action_running:
+            return False
+        a = self.assessment
+        if a is None:
+            return False
+        has_run = a.run is not None and a.verdict in KILLABLE
+        launchable = self.service.launch is not None
+        if action == "kill":
+            return has_run
+        if action == "replace":
+            return has_run and launchable
+        if action == "relaunch":
+            # Verifiably no run: DEAD. (AMBIGUOUS and UNKNOWN have no run either, but
+            # only because babysit cannot tell which one it is.)
+            return launchable and a.run is None and a.verdict is Verdict.DEAD
+        return False
+
+    @property
+    def action_running(self) -> bool:
+        return self._action_worker is not None and not self._action_worker.is_finished
 
     async def action_follow_writer(self) -> None:
         """Follow the file the run actually writes (deleted or renamed), through its fd."""
         a = self.assessment
         if self.writer_follower is None or a is None or a.writer_pid is None:
             return
-        worker = self._follower_worker
-        if worker is not None and not worker.is_finished:
-            worker.cancel()
-            with contextlib.suppress(WorkerError, asyncio.TimeoutError):
-                await asyncio.wait_for(worker.wait(), FOLLOWER_STOP_TIMEOUT)
+        await self._stop_following()
         self.follower = self.writer_follower(a.writer_pid)
         self._start_following()
         self.query_one(RunBanner).show(a, None)
         self.refresh_bindings()
 
+    async def _stop_following(self) -> None:
+        worker = self._follower_worker
+        if worker is not None and not worker.is_finished:
+            worker.cancel()
+            with contextlib.suppress(WorkerError, asyncio.TimeoutError):
+                await asyncio.wait_for(worker.wait(), FOLLOWER_STOP_TIMEOUT)
+
+    async def follow_from(self, cursor: LogCursor) -> None:
+        """Follow the log from ``cursor`` (a new run's anchor) with a new follower."""
+        if self.anchor_follower is None:
+            return
+        await self._stop_following()
+        self.follower = self.anchor_follower(cursor)
+        self.query_one("#problem", Static).remove_class("-shown")
+        self.log_view.resume()
+        self._start_following()
+        self.refresh_bindings()
+
     async def on_unmount(self) -> None:
         """Stop following and let the follower end its agent before the loop goes."""
-        worker = self._follower_worker
-        if worker is None or worker.is_finished:
-            return
-        worker.cancel()
-        with contextlib.suppress(WorkerError, asyncio.TimeoutError):
-            await asyncio.wait_for(worker.wait(), FOLLOWER_STOP_TIMEOUT)
+        await self._stop_following()
 
     async def _follow(self) -> None:
         """Apply each batch of rows to the log pane, once, in order."""
@@ -198,8 +319,14 @@ class HostScreen(Screen[None]):
     # ------------------------------------------------------------------ errors
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """The one place where the follower's end is handled."""
+        """The one place where the follower's end, and an action's failure, are handled."""
         worker = event.worker
+        if worker.group == f"action:{self.host.name}":
+            if event.state is WorkerState.ERROR:
+                self.action_failed(worker.name, worker.error)
+            if worker.is_finished:
+                self.refresh_bindings()
+            return
         if worker.group != f"follow:{self.host.name}":
             return
         if event.state is WorkerState.ERROR:
@@ -224,6 +351,224 @@ class HostScreen(Screen[None]):
         problem.add_class("-shown")
         self.log_view.add_rows([self._event(f"{title}: {message}")])
         self.log_view.stop(title)
+
+    # ------------------------------------------------------------------ actions
+
+    def action_kill(self) -> None:
+        self._start_action("kill", self._kill_flow)
+
+    def action_relaunch(self) -> None:
+        self._start_action("relaunch", self._relaunch_flow)
+
+    def action_replace(self) -> None:
+        self._start_action("replace", self._replace_flow)
+
+    def action_help(self) -> None:
+        note = "read-only: kill, relaunch and replace are not offered" if self.read_only else None
+        self.app.push_screen(HelpScreen(f"keys · {self.where}", keys_of(self), note))
+
+    def _start_action(
+        self, action: str, flow: Callable[[HostOps, Assessment], Awaitable[None]]
+    ) -> None:
+        """Run ``flow`` on the assessment shown now, in the action worker group."""
+        if self.read_only or self.ops is None:
+            self.notify(
+                "babysit runs read-only: nothing on the host is changed",
+                title=action,
+                severity="warning",
+            )
+            return
+        a = self.assessment
+        if not self.can(action) or a is None:
+            return
+        self._action_worker = self.run_worker(
+            flow(self.ops, a),
+            name=action,
+            group=f"action:{self.host.name}",
+            exclusive=True,
+            exit_on_error=False,
+        )
+        self.refresh_bindings()
+
+    async def _confirm(self, plan: Plan, ops: HostOps, run: Run | None = None) -> bool:
+        """Show ``plan``; while it is open, ask the host which GPU memory ``run`` holds."""
+        modal = ConfirmAction(plan)
+        gpu = asyncio.create_task(self._gpu_fact(ops, modal, run)) if run is not None else None
+        try:
+            return bool(await self.app.push_screen_wait(modal))
+        finally:
+            if gpu is not None:
+                gpu.cancel()
+                await asyncio.gather(gpu, return_exceptions=True)
+
+    @staticmethod
+    async def _gpu_fact(ops: HostOps, modal: ConfirmAction, run: Run) -> None:
+        try:
+            checks = await ops.preflight()
+        except BabysitError as error:
+            modal.set_fact("gpu", f"unknown ({printable(error.message)})")
+        else:
+            modal.set_fact("gpu", gpu_text(checks, run.pids))
+
+    async def _kill_flow(self, ops: HostOps, a: Assessment) -> None:
+        if a.run is None:
+            return
+        if await self._confirm(kill_plan(self.service, a, a.run), ops, a.run):
+            await self._kill(ops, a, a.run)
+
+    async def _relaunch_flow(self, ops: HostOps, a: Assessment) -> None:
+        spec = self.service.launch
+        if spec is None:
+            return
+        if await self._confirm(relaunch_plan(self.service, spec, a), ops):
+            await self._relaunch(ops)
+
+    async def _replace_flow(self, ops: HostOps, a: Assessment) -> None:
+        spec, run = self.service.launch, a.run
+        if spec is None or run is None:
+            return
+        if not await self._confirm(replace_plan(self.service, spec, a, run), ops, run):
+            return
+        outcome = await self._kill(ops, a, run)
+        if outcome.ok:
+            await self._relaunch(ops)
+        else:
+            self.note("replace: not relaunched, the old run was not stopped cleanly", ok=False)
+
+    async def _kill(self, ops: HostOps, a: Assessment, run: Run) -> KillOutcome:
+        """The guarded kill of exactly ``run`` as confirmed, as ``babysit kill`` does it."""
+        service = self.service
+        grace = service.stop_grace
+        target = KillTarget.of(run, a.boot_id or "", service.port)
+        identity: dict[str, object] = {
+            "boot_id": target.boot_id,
+            "pid": run.root.pid,
+            "start_ticks": run.root.start_ticks,
+        }
+        command = list(run.root.cmdline)
+        words = KillWords(target, grace)
+        self.progress.running(words.text)
+        self.note(
+            f"kill: stopping pid {run.root.pid} and {len(run.pids) - 1} child process(es): "
+            f"SIGTERM, {grace:g} s, then SIGKILL"
+        )
+        events = []
+        try:
+            async for event in ops.kill(target, grace=grace):
+                events.append(event)
+                words.add(event)
+                self.progress.redraw()
+                if event.kind in ("changed", "refused"):
+                    self.note(f"kill: {event.message}", ok=False)
+        except Exception as error:
+            await self._audit("kill", identity, command, f"failed: {error}", ok=False)
+            raise
+        outcome = outcome_of(events)
+        summary = outcome.summary(target, service.port)
+        await self._audit("kill", identity, command, summary, ok=outcome.ok)
+        self.finished("kill", summary, ok=outcome.ok)
+        return outcome
+
+    async def _relaunch(self, ops: HostOps) -> None:
+        """Check again, launch, follow the new run from its anchor, wait until it is ready —
+        the order of ``babysit relaunch --wait``."""
+        service = self.service
+        probe = self.probe
+        self.progress.running(
+            lambda elapsed: f"relaunch: checking the run, the port and the GPUs … {elapsed:.0f} s"
+        )
+        try:
+            if probe is None:
+                raise LaunchRefused(f"{service.label}: cannot tell whether it runs (no probe)")
+            async with self._probe_lock:
+                fresh = await probe()
+            self.show_assessment(fresh)
+            check_preconditions(service, fresh, await ops.preflight(), replacing=False)
+            launched = await ops.launch()
+        except Exception as error:
+            await self._audit("relaunch", None, None, str(error), ok=False)
+            raise
+        moved = f"; old log renamed to {launched.rotated_to}" if launched.rotated_to else ""
+        self.note(f"relaunch: started pid {launched.pid}: {shlex.join(launched.argv)}{moved}")
+        identity: dict[str, object] = {
+            "boot_id": launched.boot_id,
+            "pid": launched.pid,
+            "start_ticks": launched.start_ticks,
+            "run_id": launched.run_id,
+        }
+        await self._audit(
+            "relaunch", identity, list(launched.argv), f"started pid {launched.pid}", ok=True
+        )
+        await self.follow_from(launched.anchor)
+        await self._wait(ops, launched, identity)
+
+    async def _wait(self, ops: HostOps, launched: Launched, identity: dict[str, object]) -> None:
+        words = WaitWords(launched)
+        self.progress.running(words.text)
+        started = self.clock()
+        try:
+            async for step in ops.wait_ready(launched):
+                if isinstance(step, WaitProgress):
+                    words.add(step, self.clock() - started)
+                    self.progress.redraw()
+                elif isinstance(step, WaitResult):
+                    await self._audit("wait", identity, None, step.reason, ok=step.ready)
+                    seconds = f"{step.elapsed:.0f} s"
+                    if step.ready:
+                        said = f"pid {launched.pid} is ready after {seconds} — {step.reason}"
+                    else:
+                        said = f"pid {launched.pid} after {seconds}: {step.reason}"
+                    self.finished("relaunch", clip(said, 400), ok=step.ready)
+                    return
+        except Exception as error:
+            await self._audit("wait", identity, None, f"failed: {error}", ok=False)
+            raise
+        self.finished("relaunch", f"pid {launched.pid}: the wait ended without a result", ok=False)
+
+    async def _audit(
+        self,
+        action: str,
+        identity: dict[str, object] | None,
+        command: list[str] | None,
+        result: str,
+        *,
+        ok: bool,
+    ) -> None:
+        """Append to the audit log on this machine (a file write: off the event loop)."""
+        await asyncio.to_thread(
+            audit,
+            self.host,
+            self.service,
+            action,
+            identity=identity,
+            command=command,
+            result=result,
+            ok=ok,
+        )
+
+    def note(self, message: str, *, ok: bool = True) -> None:
+        """An action's step as an event row in the log pane."""
+        kind = EventKind.VERDICT if ok else EventKind.ERROR
+        self.log_view.add_rows([EventRow(LogEvent(kind, message, self.clock()))])
+
+    def finished(self, action: str, message: str, *, ok: bool) -> None:
+        """An action's outcome: on the progress line, as an event row, and as a notification."""
+        self.progress.finished(message, ok=ok)
+        self.note(f"{action}: {message}", ok=ok)
+        self.notify(
+            printable(message),
+            title=action,
+            severity="information" if ok else "error",
+            markup=False,
+        )
+
+    def action_failed(self, action: str, error: BaseException | None) -> None:
+        """An action ended by an error: said in plain words, never a crash."""
+        if isinstance(error, BabysitError):
+            message = error.message
+        else:
+            message = f"{type(error).__name__}: {error}"
+        self.finished(action, f"not done: {message}", ok=False)
 
     # ------------------------------------------------------------------ search
 

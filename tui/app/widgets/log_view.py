@@ -249,6 +249,12 @@ class LogView(ScrollView, can_focus=True):
         self.add_class("-stopped")
         self._update_subtitle()
 
+    def resume(self) -> None:
+        """Rows will come again (a new follower): undo :meth:`stop`."""
+        self.stopped = None
+        self.remove_class("-stopped")
+        self._update_subtitle()
+
     def set_file(self, info: FileInfo | None) -> None:
         """Show which file the rows come from (path, inode, size) in the border title."""
         self.file = info

@@ -1,0 +1,60 @@
+"""What the host screen may do to a host: the guarded kill and the relaunch.
+
+:class:`HostOps` is the seam between the screen and :mod:`tui.ops`. The real
+one, :class:`TransportOps`, only forwards to the ops functions over the
+screen's transport (it reimplements nothing); tests pass a stand-in to draw a
+modal or a progress line that never changes between runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Protocol
+
+from tui.config import Service
+from tui.ops import kill as kill_ops
+from tui.ops import relaunch as relaunch_ops
+from tui.ops.kill import KillEvent, KillTarget
+from tui.ops.relaunch import Launched, WaitProgress, WaitResult
+from tui.remote.transport import Transport
+
+
+class HostOps(Protocol):
+    """The actions on one service of one host; every method talks to the host."""
+
+    async def preflight(self) -> dict[str, object]:
+        """Port owners and GPU memory on the host (``port_owners``, ``gpu_apps``, ``gpus``)."""
+        ...
+
+    def kill(self, target: KillTarget, *, grace: float) -> AsyncIterator[KillEvent]:
+        """Signal exactly ``target``; each step, the last one ``done`` (or ``refused``)."""
+        ...
+
+    async def launch(self) -> Launched:
+        """Start the service's ``launch:`` command; the new run as recorded on the host."""
+        ...
+
+    def wait_ready(self, launched: Launched) -> AsyncIterator[WaitProgress | WaitResult]:
+        """Progress of this run's start-up, read past its anchor; then one WaitResult."""
+        ...
+
+
+class TransportOps:
+    """:class:`HostOps` over a transport, by way of :mod:`tui.ops`."""
+
+    def __init__(self, transport: Transport, service: Service) -> None:
+        self.transport = transport
+        self.service = service
+
+    async def preflight(self) -> dict[str, object]:
+        return await relaunch_ops.preflight(self.transport, self.service)
+
+    def kill(self, target: KillTarget, *, grace: float) -> AsyncIterator[KillEvent]:
+        return kill_ops.kill_run(self.transport, target, grace=grace)
+
+    async def launch(self) -> Launched:
+        # Passed on explicitly: launch()'s own default keeps 5 whatever the service says.
+        return await relaunch_ops.launch(self.transport, self.service, keep=self.service.keep_logs)
+
+    def wait_ready(self, launched: Launched) -> AsyncIterator[WaitProgress | WaitResult]:
+        return relaunch_ops.wait_ready(self.transport, self.service, launched)

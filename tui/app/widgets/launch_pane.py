@@ -1,0 +1,73 @@
+"""The launch pane: the flags you meant beside the ones that actually run.
+
+Rows come from :class:`~tui.core.launch.LaunchDiff`: for each flag the value in
+hosts.yaml (intended), in /proc cmdline (running) and in the server's own
+printed arguments (reported). A flag intended but absent from the running
+server — the dropped ``--speculative-algorithm`` — stands out; values that
+differ show both.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from tui.core.launch import FlagRow, FlagStatus, LaunchDiff
+from tui.core.sanitize import printable
+
+FLAG_WIDTH = 28
+VALUE_WIDTH = 12
+
+MARKS = {
+    FlagStatus.SAME: ("✓", ""),
+    FlagStatus.MISSING: ("✗ missing", "bold reverse"),
+    FlagStatus.CHANGED: ("≠", "bold"),
+    FlagStatus.EXTRA: ("+ extra", "dim"),
+    FlagStatus.UNCHECKED: ("?", "dim"),
+}
+
+
+def _cut(text: str | None, width: int) -> str:
+    value = printable(text) if text is not None else "—"
+    return value if len(value) <= width else value[: width - 1] + "…"
+
+
+def pane_rows(diff: LaunchDiff | None) -> list[FlagRow]:
+    """Rows worth a look first (missing, changed), then the rest. Pure, for tests."""
+    if diff is None:
+        return []
+    order = {
+        FlagStatus.MISSING: 0,
+        FlagStatus.CHANGED: 1,
+        FlagStatus.EXTRA: 2,
+        FlagStatus.SAME: 3,
+        FlagStatus.UNCHECKED: 4,
+    }
+    return sorted(diff.rows, key=lambda r: order[r.status])
+
+
+class LaunchPane(Static):
+    DEFAULT_CLASSES = "pane"
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("", id=id)
+        self.border_title = "Launch: intended vs running"
+
+    def show(self, diff: LaunchDiff | None, note: str | None = None) -> None:
+        text = Text(no_wrap=True, overflow="ellipsis")
+        rows = pane_rows(diff)
+        if not rows:
+            text.append(note or "no run to compare with", style="dim")
+            self.set_class(False, "-problem")
+            self.update(text)
+            return
+        text.append(f"{'flag':<{FLAG_WIDTH}} {'intended':<{VALUE_WIDTH}} running", style="dim")
+        for row in rows:
+            mark, style = MARKS[row.status]
+            running = row.reported if row.reported is not None else row.actual
+            text.append("\n")
+            text.append(f"{_cut(row.flag, FLAG_WIDTH):<{FLAG_WIDTH}} ", style=style)
+            text.append(f"{_cut(row.intended, VALUE_WIDTH):<{VALUE_WIDTH}} ", style=style)
+            text.append(f"{_cut(running, VALUE_WIDTH)} {mark}", style=style)
+        self.set_class(any(r.status is FlagStatus.MISSING for r in rows), "-problem")
+        self.update(text)

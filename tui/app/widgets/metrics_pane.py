@@ -1,0 +1,130 @@
+"""The metrics pane: one row per series — a sparkline, the current value, and its age.
+
+The pane draws a :class:`~tui.core.metrics.ServiceMetrics` snapshot and nothing
+else; a value older than the snapshot's ``stale_after`` is drawn dimmed with its
+age, never as current. Hints are listed under the rows with their evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.text import Text
+from textual.widgets import Static
+
+from tui.core.hints import Hint
+from tui.core.metrics import Latest, Metric, SeriesPoint, ServiceMetrics
+from tui.core.sanitize import printable
+from tui.core.units import human_age
+
+BLOCKS = "▁▂▃▄▅▆▇█"
+SPARK_WIDTH = 16
+LABEL_WIDTH = 13
+
+#: The rows, in order: (title, metric, second metric shown after a slash).
+ROWS: tuple[tuple[str, Metric, Metric | None], ...] = (
+    ("gen tok/s", Metric.GEN_THROUGHPUT, None),
+    ("accept len", Metric.ACCEPT_LEN, None),
+    ("accept rate", Metric.ACCEPT_RATE, None),
+    ("running/queue", Metric.RUNNING, Metric.QUEUED),
+    ("KV usage", Metric.TOKEN_USAGE, None),
+    ("prefill tok/s", Metric.PREFILL_THROUGHPUT, None),
+)
+
+
+def sparkline(values: Sequence[float], width: int = SPARK_WIDTH) -> str:
+    """The last ``width`` values as block characters, scaled between 0 and their maximum."""
+    tail = list(values)[-width:]
+    if not tail:
+        return " " * width
+    top = max(tail)
+    if top <= 0:
+        return (BLOCKS[0] * len(tail)).rjust(width)
+    chars = [BLOCKS[min(len(BLOCKS) - 1, int(v / top * (len(BLOCKS) - 1) + 0.5))] for v in tail]
+    return "".join(chars).rjust(width)
+
+
+def _value(latest: Latest | None) -> str:
+    return latest.text if latest is not None else "—"
+
+
+def _age(latest: Latest | None) -> str:
+    if latest is None:
+        return ""
+    if latest.stale:
+        return f"stale, {human_age(latest.age)} old"
+    return f"{human_age(latest.age)} ago" if latest.age >= 1.5 else "now"
+
+
+def pane_rows(metrics: ServiceMetrics | None) -> list[tuple[str, str, str, str, bool]]:
+    """(title, sparkline, value, age, stale) for each row, GPUs last. Pure, for tests."""
+    rows: list[tuple[str, str, str, str, bool]] = []
+    if metrics is None:
+        return rows
+    for title, metric, second in ROWS:
+        latest = metrics.latest_of(metric)
+        if latest is None and (second is None or metrics.latest_of(second) is None):
+            continue
+        points: tuple[SeriesPoint, ...] = metrics.series_of(metric)
+        value = _value(latest)
+        if second is not None:
+            value = f"{_value(latest)} / {_value(metrics.latest_of(second))}"
+        rows.append(
+            (
+                title,
+                sparkline([p.value for p in points]),
+                value,
+                _age(latest),
+                bool(latest and latest.stale),
+            )
+        )
+    for label in sorted({k.label for k in metrics.latest if k.metric is Metric.GPU_POWER}):
+        power = metrics.latest_of(Metric.GPU_POWER, label)
+        limit = metrics.latest_of(Metric.GPU_POWER_LIMIT, label)
+        util = metrics.latest_of(Metric.GPU_UTIL, label)
+        value = f"{_value(power)} / {_value(limit)}"
+        if util is not None:
+            value += f"  util {util.text}"
+        rows.append(
+            (
+                f"{label} power",
+                sparkline([p.value for p in metrics.series_of(Metric.GPU_POWER, label)]),
+                value,
+                _age(power),
+                bool(power and power.stale),
+            )
+        )
+    return rows
+
+
+class MetricsPane(Static):
+    """Sparklines of this run's metrics; hints below. Updated in one go per refresh."""
+
+    DEFAULT_CLASSES = "pane"
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("", id=id)
+        self.border_title = "Metrics (this run)"
+
+    def show(
+        self, metrics: ServiceMetrics | None, hints: Sequence[Hint] = (), note: str | None = None
+    ) -> None:
+        text = Text(no_wrap=True, overflow="ellipsis")
+        rows = pane_rows(metrics)
+        if not rows:
+            text.append(note or "no metric lines from this run yet", style="dim")
+        for index, (title, spark, value, age, stale) in enumerate(rows):
+            if index:
+                text.append("\n")
+            style = "dim" if stale else ""
+            text.append(f"{title:<{LABEL_WIDTH}} ", style="bold" if not stale else "dim")
+            text.append(spark, style=style)
+            text.append(f"  {value}", style=style or "bold")
+            if age:
+                text.append(f"  {age}", style="dim italic" if stale else "dim")
+        for hint in hints:
+            text.append("\n")
+            text.append(f"hint: {printable(hint.message)}", style="bold")
+        if note and rows:
+            text.append(f"\n{printable(note)}", style="dim")
+        self.update(text)
