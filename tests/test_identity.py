@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -340,3 +341,22 @@ def test_status_cli_text_json_and_exit_codes(
     assert first["ready"]["seen"] is True
     assert first["checked_at"][-6] in "+-"  # ISO-8601 with the UTC offset
     assert data["services"][2]["process"] is None
+
+
+async def test_probes_running_at_once_never_take_each_other_for_the_run(
+    tmp_path: Path, servers: list[Server]
+) -> None:
+    """A probe's argv carries the service's match pattern: another probe must not match it."""
+    log = tmp_path / "serve.log"
+    server = Server(log)
+    servers.append(server)
+    server.wait_for(READY)
+    host = parse_config(  # a pattern that also matches the probe's own argv
+        "hosts:\n  gpu:\n    local: true\n    services:\n"
+        f"      svc: {{engine: sglang, log: {json.dumps(str(log))}, "
+        f"match: '--port {server.port}'}}\n"
+    ).hosts["gpu"]
+    results = await asyncio.gather(*(assess_local(host) for _ in range(6)))
+    assert {r.verdict for r in results} == {Verdict.LIVE}, [r.line for r in results]
+    assert {r.run.root.pid for r in results if r.run} == {server.pid}
+    assert all(not r.others for r in results), [r.line for r in results]

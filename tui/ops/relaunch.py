@@ -35,7 +35,6 @@ from tui.remote.probe import READY_PATTERNS, host_state_dir
 from tui.remote.transport import Transport
 
 DEFAULT_TIMEOUT = 20 * 60.0
-DEFAULT_KEEP = 5
 
 #: Lines that mean this run failed, when they appear past its anchor.
 FAILURE_PATTERNS = (
@@ -171,7 +170,7 @@ async def preflight(transport: Transport, service: Service) -> dict:
     )
 
 
-async def launch(transport: Transport, service: Service, *, keep: int = DEFAULT_KEEP) -> Launched:
+async def launch(transport: Transport, service: Service, *, keep: int | None = None) -> Launched:
     """Start the service's launch command; the pid within a second, or why it failed."""
     if service.launch is None:
         raise LaunchRefused(f"{service.label}: hosts.yaml has no launch: for this service")

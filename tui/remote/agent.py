@@ -595,6 +595,10 @@ def writes(pid, fd):
     return False
 
 
+# The name the agent's code runs under (see BOOTSTRAP in tui/remote/follow.py): it is in
+# every agent's argv, so one agent never takes another for a server.
+AGENT_NAME = "babysit-agent"
+
 # ====================================================================== probe
 #
 # One round trip answers "which run is this?" for a list of services: the
@@ -1032,7 +1036,12 @@ class ProcessView(object):
         return self._links[pid]
 
     def alive(self, pid):
-        return pid in self.table and pid != self.me and self.table[pid]["state"] != "Z"
+        """A live process that is not babysit's own: this probe, or another agent (whose
+        argv carries the same patterns the probe looks for)."""
+        info = self.table.get(pid)
+        if info is None or pid == self.me or info["state"] == "Z":
+            return False
+        return not any(AGENT_NAME in part for part in info["cmdline"][:3])
 
     def descendants(self, pid):
         out, stack = [], list(self.children.get(pid, []))
