@@ -1,16 +1,218 @@
-"""`babysit demo`: a local fleet of simulated servers that shows every trap (being built)."""
+"""`babysit demo`: a local fleet of simulated servers that shows every trap, and the TUI on it.
+
+``babysit demo`` starts the fleet (:mod:`tui.demo.fleet`) in a temporary folder
+and opens the host screen on its first service at once (the banner says
+STARTING until that server is ready). When the TUI ends — ``q``, SIGINT,
+SIGTERM, SIGHUP or a crash — every process the demo started is stopped and the
+folder removed. ``--keep`` leaves the fleet running for the CLI verbs and
+prints its hosts.yaml; ``--stop`` ends kept fleets (and any a dead babysit left).
+
+Exit status: 0, or 128+N after signal N; 1 if the fleet could not be started.
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
+import functools
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from types import FrameType
+from typing import TYPE_CHECKING
 
-from tui.errors import UsageError
+from tui.demo.fleet import HOST, Fleet, stop_kept, tui_environment
+from tui.demo.stories import STORIES
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+#: Signals that end the demo's TUI gracefully (so the fleet is stopped).
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+#: Opens the TUI on the fleet's first service and returns its exit status; tests replace it.
+AppRunner = Callable[[Fleet, "SignalStop"], int]
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--keep", action="store_true")
-    parser.add_argument("--stop", action="store_true")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--keep",
+        action="store_true",
+        help="leave the fleet running without opening the TUI; print its hosts.yaml",
+    )
+    mode.add_argument(
+        "--stop", action="store_true", help="stop the fleet a `babysit demo --keep` left running"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    raise UsageError("babysit demo is not available in this build")
+    if args.stop:
+        return stop()
+    if args.keep:
+        return keep()
+    return watch()
+
+
+# --------------------------------------------------------------------------- signals
+
+
+class Stopped(BaseException):
+    """A stop signal arrived while no TUI was running to end gracefully."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+class SignalStop:
+    """While installed, SIGTERM/SIGINT/SIGHUP end the running TUI (``app.exit``) or, with
+    no TUI running, raise :class:`Stopped`; either way the caller's ``finally`` stops the
+    fleet. :meth:`ignore` then keeps further signals from interrupting that cleanup."""
+
+    def __init__(self) -> None:
+        self.app: App[int] | None = None
+        self._previous: dict[int, object] = {}
+
+    def _handle(self, signum: int, _frame: FrameType | None) -> None:
+        app = self.app
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if app is not None and loop is not None:
+            # runs in the main thread, between two steps of the app's own loop
+            loop.call_soon_threadsafe(functools.partial(app.exit, return_code=128 + signum))
+            return
+        raise Stopped(signum)
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[SignalStop]:
+        for signum in STOP_SIGNALS:
+            self._previous[signum] = signal.signal(signum, self._handle)
+        try:
+            yield self
+        finally:
+            self.ignore()
+            for signum, handler in self._previous.items():
+                signal.signal(signum, handler)  # type: ignore[arg-type]
+
+    def ignore(self) -> None:
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, signal.SIG_IGN)
+
+
+# --------------------------------------------------------------------------- the TUI
+
+
+def open_app(fleet: Fleet, stopper: SignalStop) -> int:
+    """The host screen on the fleet's first service, as ``babysit lab qwen-mtp`` opens it."""
+    from tui.app.app import BabysitApp
+    from tui.commands.ui import resolve
+    from tui.config import parse_config_file
+
+    config = parse_config_file(fleet.hosts_yaml)
+    host, service = resolve(config, HOST, STORIES[0].name)
+    os.environ.update(tui_environment(fleet))
+    app = BabysitApp(host, service)
+    stopper.app = app
+    try:
+        app.run()
+    finally:
+        stopper.app = None
+    return app.return_code or 0
+
+
+def watch(runner: AppRunner = open_app) -> int:
+    """Start a fleet, run the TUI on it, and stop the fleet however the TUI ends."""
+    stopper = SignalStop()
+    stop_staging = threading.Event()
+    stager: threading.Thread | None = None
+    fleet: Fleet | None = None
+    with stopper.installed():
+        try:
+            fleet = Fleet.create()
+            fleet.start(die_with_parent=True)
+            stager = threading.Thread(
+                target=fleet.stage, args=(stop_staging,), name="demo stager", daemon=True
+            )
+            stager.start()
+            return runner(fleet, stopper)
+        except Stopped as stopped:
+            return 128 + stopped.signum
+        finally:
+            stopper.ignore()
+            stop_staging.set()
+            if stager is not None:
+                stager.join(timeout=5.0)
+            if fleet is not None:
+                fleet.stop()
+
+
+# --------------------------------------------------------------------------- keep / stop
+
+
+def keep() -> int:
+    """Start a fleet, wait until every trap is set, leave it running, say how to use it."""
+    stopper = SignalStop()
+    fleet: Fleet | None = None
+    with stopper.installed():
+        try:
+            fleet = Fleet.create()
+            fleet.start(die_with_parent=False)
+            settled = fleet.stage()
+            fleet.mark_kept()
+        except BaseException as error:
+            stopper.ignore()
+            if fleet is not None:
+                fleet.stop()
+            if isinstance(error, Stopped):
+                return 128 + error.signum
+            raise
+    print(keep_text(fleet, settled))
+    return 0
+
+
+def keep_text(fleet: Fleet, settled: bool) -> str:
+    config = fleet.hosts_yaml
+    first, oom = STORIES[0].name, STORIES[-1].name
+    lines = [
+        f"babysit demo: {len(fleet.members)} simulated servers run on this machine "
+        f"(host {HOST!r}), kept running.",
+        "",
+        f"  hosts.yaml  {config}",
+        f"  logs        {fleet.folder / 'logs'}",
+        "",
+        "Services:",
+        *(f"  {HOST}/{m.story.name:<11} {m.story.comment}" for m in fleet.members),
+        "",
+        "Try:",
+        f"  babysit status --config {config}",
+        f"  babysit {HOST} {first} --config {config}",
+        f"  babysit tail {HOST}/gpu3-stale --config {config}",
+        f"  babysit relaunch {HOST}/{oom} --wait --config {config}",
+        "",
+        "Stop it (and everything it started) with:",
+        "  babysit demo --stop",
+    ]
+    if not settled:
+        lines.insert(1, "(some servers were still loading; give them a few seconds)")
+    return "\n".join(lines)
+
+
+def stop() -> int:
+    stopped, running = stop_kept()
+    for info in stopped:
+        print(f"babysit demo: stopped the fleet in {info.folder}")
+    for info in running:
+        print(
+            f"babysit demo: left the fleet in {info.folder} alone: its babysit "
+            f"(pid {info.owner_pid}) still runs and stops it when you quit it",
+            file=sys.stderr,
+        )
+    if not stopped and not running:
+        print("babysit demo: no demo fleet is running")
+    return 0

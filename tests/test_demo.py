@@ -1,0 +1,274 @@
+"""`babysit demo`: the fleet shows the five verdicts, and nothing it started outlives it.
+
+Every test runs real processes: `babysit demo` itself (under a pseudo-terminal
+for the TUI), its simulated servers and its load generator. Its pointer folder
+($BABYSIT_DEMO_STATE) and its temporary folder ($TMPDIR) are the test's own, so
+"nothing left behind" can be checked exactly: no recorded pid alive, and no
+process whose command line, working directory or open files mention the folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import pty
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tui.demo.fleet import start_ticks
+from tui.demo.stories import STORIES
+
+BIN = Path(sys.executable).parent / "babysit"
+BABYSIT = [str(BIN)] if BIN.exists() else [sys.executable, "-m", "tui"]
+EXPECTED = {story.name: story.expected.value for story in STORIES}
+
+
+def wait_for(check, timeout: float, what: str, step: float = 0.05):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(step)
+
+
+@pytest.fixture
+def demo_env(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """The environment for `babysit demo`: pointers and temporary folders in tmp_path.
+    Teardown stops whatever a failed test may have left running."""
+    (tmp_path / "tmp").mkdir()
+    env = dict(os.environ)
+    env["BABYSIT_DEMO_STATE"] = str(tmp_path / "demo-state")
+    env["TMPDIR"] = str(tmp_path / "tmp")
+    env["TERM"] = "xterm-256color"
+    env.pop("NO_COLOR", None)
+    yield env
+    babysit("demo", "--stop", env=env)
+
+
+def demo_folders(env: dict[str, str]) -> list[Path]:
+    return sorted(Path(env["TMPDIR"]).glob("babysit-demo-*"))
+
+
+def recorded(folder: Path) -> list[dict[str, int]]:
+    try:
+        data = json.loads((folder / "fleet.json").read_text())
+    except (OSError, ValueError):
+        return []
+    return list(data["processes"])
+
+
+def leftovers(folder: Path, processes: list[dict[str, int]]) -> list[str]:
+    """Live processes the demo started or that use its folder (zombies are dead)."""
+    found = []
+    for p in processes:
+        if start_ticks(p["pid"]) == p["start_ticks"]:
+            found.append(f"recorded pid {p['pid']} ({p.get('name')})")
+    text = str(folder)
+    for proc in psutil.process_iter(["pid", "cmdline", "status"]):
+        with contextlib.suppress(psutil.Error):
+            if proc.info["status"] == psutil.STATUS_ZOMBIE or proc.pid == os.getpid():
+                continue
+            cmdline = " ".join(proc.info["cmdline"] or ())
+            cwd = proc.cwd()
+            files = [f.path for f in proc.open_files()]
+            if text in cmdline or cwd.startswith(text) or any(f.startswith(text) for f in files):
+                found.append(f"pid {proc.pid}: {cmdline}")
+    return found
+
+
+def babysit(*args: str, env: dict[str, str], timeout: float = 30) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*BABYSIT, *args], env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def status(config: Path, env: dict[str, str]) -> dict[str, str]:
+    done = babysit("status", "--json", "--config", str(config), env=env)
+    return {s["service"]: s["verdict"] for s in json.loads(done.stdout)["services"]}
+
+
+# --------------------------------------------------------------------------- --keep / --stop
+
+
+def test_keep_shows_five_verdicts_and_stop_leaves_nothing(demo_env: dict[str, str]) -> None:
+    kept = babysit("demo", "--keep", env=demo_env, timeout=60)
+    assert kept.returncode == 0, kept.stderr
+    config = Path(
+        next(line.split()[-1] for line in kept.stdout.splitlines() if "hosts.yaml" in line)
+    )
+    assert config.is_file()
+    folder = config.parent
+    processes = recorded(folder)
+    assert {p["name"] for p in processes} == {*EXPECTED, "load"}
+    assert "babysit status --config" in kept.stdout
+    assert "babysit demo --stop" in kept.stdout
+
+    seen: dict[str, str] = {}
+
+    def settled() -> bool:
+        seen.update(status(config, demo_env))
+        return seen == EXPECTED
+
+    wait_for(settled, 15, f"the verdicts {EXPECTED} (last seen {seen})", step=0.3)
+
+    # the load generator keeps the live servers busy: their logs grow
+    log = folder / "logs" / "qwen-mtp.log"
+    size = log.stat().st_size
+    wait_for(lambda: log.stat().st_size > size, 10, "qwen-mtp's log to grow under load")
+
+    # the run that ran out of memory comes up when relaunched (launch: has the fix); that
+    # run is babysit's, not the demo's, and `--stop` ends it too
+    relaunched = babysit(
+        "relaunch", "lab/gpu4-oom", "--wait", "--config", str(config), env=demo_env
+    )
+    assert relaunched.returncode == 0, relaunched.stderr
+    assert status(config, demo_env)["gpu4-oom"] == "live"
+
+    stopped = babysit("demo", "--stop", env=demo_env)
+    assert stopped.returncode == 0, stopped.stderr
+    assert f"stopped the fleet in {folder}" in stopped.stdout
+    assert leftovers(folder, processes) == []
+    assert not folder.exists()
+    assert list(Path(demo_env["BABYSIT_DEMO_STATE"]).iterdir()) == []
+
+    again = babysit("demo", "--stop", env=demo_env)
+    assert again.returncode == 0
+    assert "no demo fleet is running" in again.stdout
+
+
+# --------------------------------------------------------------------------- the TUI
+
+
+class Terminal:
+    """`babysit demo` on a pseudo-terminal of 120x36; everything it draws is kept."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 36, 120, 0, 0))
+        self.master = master
+        self.output = bytearray()
+        self.proc = subprocess.Popen(
+            [*BABYSIT, "demo"],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env=env,
+            start_new_session=True,
+        )
+        os.close(slave)
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.master, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            self.output += chunk
+
+    def wait_for(self, text: bytes, timeout: float = 20) -> None:
+        wait_for(lambda: text in self.output, timeout, f"{text!r} on the screen")
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        os.close(self.master)
+        self._reader.join(5)
+
+
+@pytest.fixture
+def terminal(demo_env: dict[str, str]) -> Iterator[Terminal]:
+    term = Terminal(demo_env)
+    try:
+        yield term
+    finally:
+        term.close()
+
+
+def running_fleet(env: dict[str, str]) -> tuple[Path, list[dict[str, int]]]:
+    """The folder of the one demo fleet and its recorded processes, once all are started."""
+    folder = wait_for(lambda: demo_folders(env), 10, "the demo folder")[0]
+    processes = wait_for(
+        lambda: (p := recorded(folder)) and len(p) == len(STORIES) + 1 and p,
+        10,
+        "every process of the fleet recorded",
+    )
+    return folder, processes
+
+
+@pytest.mark.parametrize(
+    ("how", "code"),
+    [("q", 0), ("SIGINT", 128 + signal.SIGINT), ("SIGTERM", 128 + signal.SIGTERM)],
+)
+def test_tui_leaves_nothing_behind(
+    terminal: Terminal, demo_env: dict[str, str], how: str, code: int
+) -> None:
+    folder, processes = running_fleet(demo_env)
+    terminal.wait_for(b"LIVE")
+    assert b"qwen-mtp" in terminal.output
+    if how == "q":
+        os.write(terminal.master, b"q")
+    else:
+        terminal.proc.send_signal(getattr(signal, how))
+    assert terminal.proc.wait(20) == code
+    assert leftovers(folder, processes) == []
+    assert not folder.exists()
+    assert list(Path(demo_env["BABYSIT_DEMO_STATE"]).iterdir()) == []
+
+
+def test_sigkilled_babysit_takes_its_fleet_along(
+    terminal: Terminal, demo_env: dict[str, str]
+) -> None:
+    """Even SIGKILL, which no cleanup can catch: each process the demo started gets
+    SIGTERM when babysit dies, and `--stop` removes what is left on disk."""
+    folder, processes = running_fleet(demo_env)
+    terminal.wait_for(b"qwen-mtp")
+    terminal.proc.kill()
+    terminal.proc.wait(10)
+    wait_for(lambda: not leftovers(folder, processes), 10, "the fleet to die with babysit")
+    stopped = babysit("demo", "--stop", env=demo_env)
+    assert f"stopped the fleet in {folder}" in stopped.stdout
+    assert not folder.exists()
+
+
+def test_a_crash_in_the_tui_still_stops_the_fleet(
+    demo_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tui.commands import demo
+
+    monkeypatch.setenv("BABYSIT_DEMO_STATE", demo_env["BABYSIT_DEMO_STATE"])
+    monkeypatch.setattr(tempfile, "tempdir", demo_env["TMPDIR"])
+    seen: list[tuple[Path, list[dict[str, int]]]] = []
+
+    def crashing(fleet, _stopper) -> int:
+        seen.append((fleet.folder, recorded(fleet.folder)))
+        raise RuntimeError("the app fell over")
+
+    handlers = {s: signal.getsignal(s) for s in demo.STOP_SIGNALS}
+    with pytest.raises(RuntimeError, match="fell over"):
+        demo.watch(runner=crashing)
+    assert {s: signal.getsignal(s) for s in demo.STOP_SIGNALS} == handlers
+    ((folder, processes),) = seen
+    assert len(processes) == len(STORIES) + 1
+    assert leftovers(folder, processes) == []
+    assert not folder.exists()

@@ -1,0 +1,112 @@
+"""`babysit demo` in a real terminal: tmux, the way a user in tmux sees it.
+
+The test starts its own tmux server (a private socket, no user config), runs
+`babysit demo` in a 120x36 window, reads the screen with ``capture-pane``,
+types with ``send-keys``, and checks that after ``q`` babysit exited with 0
+and nothing it started is left.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from test_demo import BABYSIT, demo_env, leftovers, running_fleet, wait_for
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("tmux") is None,
+    reason="tmux is not installed (Debian: apt-get install tmux); this test drives a real one",
+)
+
+__all__ = ["demo_env"]  # a fixture this module uses
+
+
+class Tmux:
+    """A private tmux server (its socket in the test's folder) with one session running
+    ``command``.
+
+    A shell runs the command and prints its exit status: tmux itself sometimes
+    leaves a dead pane's process unreaped (``#{pane_dead_status}`` stays empty).
+    """
+
+    def __init__(self, command: list[str], env: dict[str, str], socket: Path) -> None:
+        self.socket = str(socket)
+        self.session = f"babysit-demo-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.env = env
+        self.run(
+            "new-session", "-d", "-s", self.session, "-x", "120", "-y", "36",
+            f'{shlex.join(command)}; echo "exited with $?"; sleep 600',
+        )  # fmt: skip
+
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["tmux", "-S", self.socket, "-f", os.devnull, *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+
+    def screen(self) -> str:
+        return self.run("capture-pane", "-p", "-t", self.session).stdout
+
+    def wait_for_text(self, text: str, timeout: float = 20) -> str:
+        shown: list[str] = [""]
+
+        def visible() -> bool:
+            shown[0] = self.screen()
+            return text in shown[0]
+
+        try:
+            wait_for(visible, timeout, f"{text!r} on the screen", step=0.1)
+        except AssertionError as error:
+            raise AssertionError(f"{error}; the screen:\n{shown[0]}") from None
+        return shown[0]
+
+    def keys(self, *keys: str) -> None:
+        self.run("send-keys", "-t", self.session, *keys)
+
+    def kill(self) -> None:
+        self.run("kill-server")
+
+
+@pytest.fixture
+def tmux(demo_env: dict[str, str], tmp_path: Path) -> Iterator[Tmux]:
+    server = Tmux([*BABYSIT, "demo"], demo_env, tmp_path / "tmux.sock")
+    try:
+        yield server
+    finally:
+        server.kill()
+
+
+def test_demo_in_tmux(tmux: Tmux, demo_env: dict[str, str]) -> None:
+    folder, processes = running_fleet(demo_env)
+
+    screen = tmux.wait_for_text("● LIVE")
+    lines = screen.splitlines()
+    assert lines[0].startswith("babysit · lab (local) · qwen-mtp")
+    assert "ready" in screen
+    assert f"{folder}/logs/qwen-mtp.log" in screen
+    assert "q quit" in lines[-1]
+    assert "/ search" in lines[-1]
+
+    tmux.keys("/")
+    tmux.wait_for_text("find in the log")
+    tmux.keys("-l", "fired up")
+    tmux.keys("Enter")
+    screen = tmux.wait_for_text("/fired up (")
+    assert "no matches" not in screen
+    assert "fired up and ready to roll" in screen
+
+    tmux.keys("q")
+    screen = tmux.wait_for_text("exited with", timeout=15)
+    assert "exited with 0" in screen
+    assert leftovers(folder, processes) == []
+    assert not Path(folder).exists()

@@ -1,0 +1,131 @@
+"""The demo's five services: what each one runs, and the trap it shows.
+
+Each :class:`Story` says how its first run is started and what the demo then
+does to it (:class:`Fate`), what its ``launch:`` in hosts.yaml starts, and the
+verdict ``babysit status`` must give once the trap is set.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from tui.core.runs import Verdict
+
+MODEL = "Qwen/Qwen3-8B"
+SPEC_FLAGS = (
+    "--speculative-algorithm",
+    "NEXTN",
+    "--speculative-num-steps",
+    "3",
+    "--speculative-eagle-topk",
+    "1",
+    "--speculative-num-draft-tokens",
+    "4",
+)
+READY_LINES = {
+    "sglang": b"The server is fired up and ready to roll!",
+    "vllm": b"Application startup complete.",
+}
+
+
+class Fate(enum.Enum):
+    """What the demo does to a service's first run once it is started."""
+
+    #: Leave it serving.
+    SERVE = "serve"
+    #: Kill it (SIGKILL) once it is ready: the run is gone, its log remains.
+    KILL_WHEN_READY = "kill when ready"
+    #: Delete its log and create a new empty file at the path once it is ready.
+    REPLACE_LOG_WHEN_READY = "replace log when ready"
+    #: Nothing: its scenario makes it fail while loading.
+    FAIL_AT_LOAD = "fail at load"
+
+
+@dataclass(frozen=True)
+class Story:
+    """One service of the demo and the trap it shows.
+
+    ``flags`` are the server flags of the ``launch:`` command (what a relaunch
+    starts); ``first_flags`` and ``first_scenario``, when set, replace them for the
+    run the demo starts itself (e.g. the run that ran out of memory).
+    """
+
+    name: str
+    engine: str
+    gpu: int
+    seed: int
+    load_seconds: float
+    fate: Fate
+    expected: Verdict
+    #: Comment above the service in hosts.yaml.
+    comment: str
+    scenario: str = "healthy"
+    flags: tuple[str, ...] = ()
+    first_scenario: str | None = None
+    first_flags: tuple[str, ...] | None = None
+    #: Concurrent request streams the load generator keeps on it (0: none).
+    streams: int = 0
+
+
+STORIES: tuple[Story, ...] = (
+    Story(
+        name="qwen-mtp",
+        engine="sglang",
+        gpu=0,
+        seed=1,
+        load_seconds=1.5,
+        fate=Fate.SERVE,
+        expected=Verdict.LIVE,
+        comment="healthy, with speculative decoding (MTP): LIVE",
+        flags=SPEC_FLAGS,
+        streams=3,
+    ),
+    Story(
+        name="qwen-nomtp",
+        engine="sglang",
+        gpu=1,
+        seed=2,
+        load_seconds=1.5,
+        fate=Fate.SERVE,
+        expected=Verdict.LIVE,
+        comment="the same flags, silently dropped by the engine: LIVE, but slower",
+        scenario="spec-off",
+        flags=SPEC_FLAGS,
+        streams=3,
+    ),
+    Story(
+        name="gpu2-dead",
+        engine="vllm",
+        gpu=2,
+        seed=3,
+        load_seconds=0.6,
+        fate=Fate.KILL_WHEN_READY,
+        expected=Verdict.DEAD,
+        comment="served, then was killed; its log remains: DEAD",
+    ),
+    Story(
+        name="gpu3-stale",
+        engine="sglang",
+        gpu=3,
+        seed=4,
+        load_seconds=0.6,
+        fate=Fate.REPLACE_LOG_WHEN_READY,
+        expected=Verdict.STALE,
+        comment="its log was deleted and recreated; the server writes the old inode: STALE",
+        streams=1,
+    ),
+    Story(
+        name="gpu4-oom",
+        engine="sglang",
+        gpu=4,
+        seed=5,
+        load_seconds=1.0,
+        fate=Fate.FAIL_AT_LOAD,
+        expected=Verdict.DEAD,
+        comment="ran out of memory while loading: DEAD; relaunch it (launch: has the fix)",
+        flags=("--mem-fraction-static", "0.85"),
+        first_scenario="oom",
+        first_flags=("--mem-fraction-static", "0.95"),
+    ),
+)
