@@ -23,16 +23,17 @@ from tui.app.screens.host import HOST_ACTIONS, AnchorFollower, HostScreen, RowSo
 from tui.config import Host, Service
 from tui.core.follow import Start
 from tui.core.logcursor import LogCursor
+from tui.core.report import ServiceReport
 from tui.core.runs import Assessment
 from tui.remote import SshLinks, Transport, open_transport
 from tui.remote.follow import Follower
-from tui.remote.probe import probe_host
+from tui.remote.probe import report_host
 
 #: Lines shown from before the app started.
 DEFAULT_TAIL = 500
 
 FollowerFactory = Callable[[Transport], RowSource]
-ProbeFactory = Callable[[Transport], Callable[[], Awaitable[Assessment]]]
+ProbeFactory = Callable[[Transport], Callable[[], Awaitable[Assessment | ServiceReport]]]
 TransportFactory = Callable[[Host, SshLinks], Transport]
 OpsFactory = Callable[[Transport], HostOps]
 AnchorFollowerFactory = Callable[[Transport], AnchorFollower]
@@ -86,10 +87,10 @@ class BabysitApp(App[int]):
     def _follower(self, transport: Transport) -> RowSource:
         return Follower(transport, self.service.log, label=self.service.label, start=self.start)
 
-    def _probe(self, transport: Transport) -> Callable[[], Awaitable[Assessment]]:
-        async def probe() -> Assessment:
-            (assessment,) = await probe_host(transport, self.host, [self.service])
-            return assessment
+    def _probe(self, transport: Transport) -> Callable[[], Awaitable[Assessment | ServiceReport]]:
+        async def probe() -> ServiceReport:
+            (report,) = await report_host(transport, self.host, [self.service], tail_bytes=0)
+            return report
 
         return probe
 

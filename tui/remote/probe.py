@@ -35,7 +35,9 @@ def host_state_dir() -> str:
     return os.environ.get("BABYSIT_HOST_STATE", DEFAULT_HOST_STATE)
 
 
-def probe_request(services: Sequence[Service], *, tail_bytes: int = 0) -> dict[str, object]:
+def probe_request(
+    services: Sequence[Service], *, tail_bytes: int = 0, gpus: bool = False
+) -> dict[str, object]:
     """The agent's probe arguments; ``tail_bytes`` > 0 also brings back the log's tail
     and nvidia-smi's readings (for reports, not for the 2 s verdict refresh)."""
     return {
@@ -43,7 +45,7 @@ def probe_request(services: Sequence[Service], *, tail_bytes: int = 0) -> dict[s
         "services": [
             {
                 "tail_bytes": tail_bytes,
-                "gpus": list(s.gpus) if tail_bytes else None,
+                "gpus": list(s.gpus) if tail_bytes or gpus else None,
                 "name": s.name,
                 "log": s.log,
                 "port": s.port,
@@ -71,12 +73,15 @@ async def report_host(
     services: Sequence[Service] | None = None,
     *,
     tail_bytes: int = REPORT_TAIL,
+    gpus: bool = True,
 ) -> list[ServiceReport]:
     """Verdict, metrics, launch diff, GPUs and hints for ``services``, in one round trip."""
     reports = []
     chosen = list(services if services is not None else host.services.values())
     for (assessment, details), service in zip(
-        await _probe(transport, host, chosen, tail_bytes=tail_bytes), chosen, strict=True
+        await _probe(transport, host, chosen, tail_bytes=tail_bytes, gpus=gpus),
+        chosen,
+        strict=True,
     ):
         reports.append(
             build_report(
@@ -91,7 +96,12 @@ async def report_host(
 
 
 async def _probe(
-    transport: Transport, host: Host, services: Sequence[Service] | None, *, tail_bytes: int
+    transport: Transport,
+    host: Host,
+    services: Sequence[Service] | None,
+    *,
+    tail_bytes: int,
+    gpus: bool = False,
 ) -> list[tuple[Assessment, ProbeDetails]]:
     chosen = list(services if services is not None else host.services.values())
     if not chosen:
@@ -99,7 +109,7 @@ async def _probe(
     none = ProbeDetails()
     try:
         result = await transport.run(
-            agent_argv(transport, probe_request(chosen, tail_bytes=tail_bytes)),
+            agent_argv(transport, probe_request(chosen, tail_bytes=tail_bytes, gpus=gpus)),
             timeout=PROBE_TIMEOUT,
         )
     except TransportError as error:

@@ -27,7 +27,7 @@ from typing import ClassVar, Protocol
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
+from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Static
@@ -46,12 +46,19 @@ from tui.app.screens.confirm import (
 from tui.app.screens.help import HelpScreen, keys_of
 from tui.app.widgets.action_progress import ActionProgress
 from tui.app.widgets.host_header import HostHeader
+from tui.app.widgets.launch_pane import LaunchPane
 from tui.app.widgets.log_view import LogView
+from tui.app.widgets.metrics_pane import HintsLine, MetricsPane
 from tui.app.widgets.run_banner import RunBanner
 from tui.app.widgets.search_bar import SearchBar
 from tui.config import Host, Service
 from tui.core.follow import FileInfo
-from tui.core.logcursor import EventKind, EventRow, LogCursor, LogEvent, Row
+from tui.core.gpu import gpu_values
+from tui.core.hints import hints
+from tui.core.logcursor import EventKind, EventRow, LogCursor, LogEvent, LogLine, Row
+from tui.core.metrics import Engine as MetricsEngine
+from tui.core.metrics import LogScanner, MetricSample, RunEvent, RunEventKind, SeriesStore
+from tui.core.report import ServiceReport
 from tui.core.runs import Assessment, Run, Verdict
 from tui.core.sanitize import printable
 from tui.errors import BabysitError
@@ -76,7 +83,12 @@ KILLABLE = frozenset({Verdict.LIVE, Verdict.STARTING, Verdict.STALE, Verdict.NO_
 #: The actions that change the host; never offered with ``read_only``.
 HOST_ACTIONS = ("kill", "relaunch", "replace")
 
-Probe = Callable[[], Awaitable[Assessment]]
+#: A probe answers with a verdict alone, or with a full report (metrics, launch, GPUs).
+Probe = Callable[[], Awaitable[Assessment | ServiceReport]]
+#: A metric older than this many probe intervals is drawn as stale.
+STALE_INTERVALS = 3
+#: Seconds between two redraws of the metrics pane while lines keep coming.
+METRICS_REDRAW = 0.5
 WriterFollower = Callable[[int], "RowSource"]
 AnchorFollower = Callable[[LogCursor], "RowSource"]
 
@@ -163,6 +175,14 @@ class HostScreen(Screen[None]):
         # One probe at a time: two probe agents at once would each see the other's
         # command line (it carries the service's match: pattern) as a candidate run.
         self._probe_lock = asyncio.Lock()
+        # Metrics come from the followed lines (and GPU readings from the probe); the
+        # scanner marks run boundaries so one series never spans two runs.
+        engine = service.engine.value
+        self.scanner = LogScanner(MetricsEngine.of(engine) if engine != "generic" else None)
+        self.series = SeriesStore()
+        self.report: ServiceReport | None = None
+        self._metrics_drawn = 0.0
+        self._metrics_pending = False
 
     @property
     def where(self) -> str:
@@ -183,7 +203,10 @@ class HostScreen(Screen[None]):
         with Vertical(id="panes"):
             yield RunBanner(self.clock, id="banner")
             yield ActionProgress(self.clock, id="progress")
-            # Later: LaunchPane beside MetricsPane, height: auto.
+            with Horizontal(id="top"):
+                yield LaunchPane(id="launch")
+                yield MetricsPane(id="metrics")
+            yield HintsLine(id="hints")
             yield Static(id="problem")
             yield LogView(self.service.log, id="log")
             yield SearchBar(id="search")
@@ -194,6 +217,8 @@ class HostScreen(Screen[None]):
         self._start_following()
         if self.probe is None:
             self.query_one(RunBanner).display = False
+            self.query_one("#top").display = False
+            self.query_one(HintsLine).display = False
         else:
             self.run_worker(
                 self._watch_run(),
@@ -216,10 +241,81 @@ class HostScreen(Screen[None]):
         """Probe which run this is, show it, and note every change of verdict in the log."""
         probe = self.probe
         while probe is not None:
-            async with self._probe_lock:
-                assessment = await probe()
-            self.show_assessment(assessment)
+            await self._probe_once(probe)
             await asyncio.sleep(self.probe_interval)
+
+    async def _probe_once(self, probe: Probe) -> Assessment:
+        """Probe, show everything it said, and return its verdict."""
+        async with self._probe_lock:
+            answer = await probe()
+        if isinstance(answer, ServiceReport):
+            self.show_report(answer)
+            return answer.assessment
+        self.show_assessment(answer)
+        self.query_one(LaunchPane).show(None, "this probe compares no launch flags")
+        self.show_metrics()
+        return answer
+
+    def show_report(self, report: ServiceReport) -> None:
+        """A probe's full answer: the verdict, GPU readings, the launch diff, the hints."""
+        self.report = report
+        self.show_assessment(report.assessment)
+        name = self.service.label
+        if report.gpus is not None:
+            run = self.series.current_run(name)
+            for label, values in gpu_values(report.gpus.gpus).items():
+                self.series.add_values(
+                    name, values, ts=report.assessment.checked_at, run=run, label=label
+                )
+        launch_note = None if report.assessment.run else "no run to compare with"
+        self.query_one(LaunchPane).show(report.launch, launch_note)
+        self.show_metrics()
+
+    def show_metrics(self) -> None:
+        now = self.clock()
+        snapshot = self.series.snapshot(
+            self.service.label, now=now, stale_after=STALE_INTERVALS * max(self.probe_interval, 10)
+        )
+        report = self.report
+        found = hints(
+            snapshot, launch=report.launch if report else None, gpus=report.gpus if report else None
+        )
+        note = report.gpus.note if report and report.gpus and report.gpus.problem else None
+        self.query_one(MetricsPane).show(snapshot, note)
+        self.query_one(HintsLine).show(found)
+
+    def _metrics_changed(self) -> None:
+        """Redraw the metrics now, or within half a second when a busy log keeps adding."""
+        if self.assessment is None:
+            return  # the first probe draws them
+        now = time.monotonic()
+        if now - self._metrics_drawn >= METRICS_REDRAW:
+            self._metrics_drawn = now
+            self.show_metrics()
+        elif not self._metrics_pending:
+            self._metrics_pending = True
+            self.set_timer(METRICS_REDRAW, self._redraw_metrics)
+
+    def _redraw_metrics(self) -> None:
+        self._metrics_pending = False
+        self._metrics_drawn = time.monotonic()
+        self.show_metrics()
+
+    def _measure(self, rows: list[Row]) -> int:
+        """Feed the followed lines to the metric parser (cheap: most lines are skipped);
+        how many samples they gave."""
+        name = self.service.label
+        samples = 0
+        offset = self.assessment.utc_offset if self.assessment else time.localtime().tm_gmtoff
+        for row in rows:
+            if not isinstance(row, LogLine):
+                continue
+            found = self.scanner.feed(row.text, row.offset)
+            if isinstance(found, MetricSample):
+                samples += self.series.add_sample(name, found, utc_offset=offset) > 0
+            elif isinstance(found, RunEvent) and found.kind is RunEventKind.STARTED:
+                self.series.begin_run(name, found.run)
+        return samples
 
     def show_assessment(self, assessment: Assessment) -> None:
         previous, self.assessment = self.assessment, assessment
@@ -313,6 +409,8 @@ class HostScreen(Screen[None]):
         async for batch in self.follower.rows():
             log.add_rows(batch)
             log.set_file(self.follower.file)
+            if self._measure(batch):
+                self._metrics_changed()
             # A fast log must not starve input and drawing: let the loop breathe.
             await asyncio.sleep(0)
 
@@ -480,9 +578,7 @@ class HostScreen(Screen[None]):
         try:
             if probe is None:
                 raise LaunchRefused(f"{service.label}: cannot tell whether it runs (no probe)")
-            async with self._probe_lock:
-                fresh = await probe()
-            self.show_assessment(fresh)
+            fresh = await self._probe_once(probe)
             check_preconditions(service, fresh, await ops.preflight(), replacing=False)
             launched = await ops.launch()
         except Exception as error:

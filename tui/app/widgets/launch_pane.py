@@ -50,7 +50,7 @@ class LaunchPane(Static):
     DEFAULT_CLASSES = "pane"
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__("", id=id)
+        super().__init__(Text("waiting for the first probe …", style="dim"), id=id)
         self.border_title = "Launch: intended vs running"
 
     def show(self, diff: LaunchDiff | None, note: str | None = None) -> None:

@@ -2,7 +2,7 @@
 
 The pane draws a :class:`~tui.core.metrics.ServiceMetrics` snapshot and nothing
 else; a value older than the snapshot's ``stale_after`` is drawn dimmed with its
-age, never as current. Hints are listed under the rows with their evidence.
+age, never as current. :class:`HintsLine` says what the numbers suggest.
 """
 
 from __future__ import annotations
@@ -33,14 +33,16 @@ ROWS: tuple[tuple[str, Metric, Metric | None], ...] = (
 
 
 def sparkline(values: Sequence[float], width: int = SPARK_WIDTH) -> str:
-    """The last ``width`` values as block characters, scaled between 0 and their maximum."""
+    """The last ``width`` values as block characters, scaled between their minimum and
+    maximum (a flat series is drawn as a flat middle line)."""
     tail = list(values)[-width:]
     if not tail:
         return " " * width
-    top = max(tail)
-    if top <= 0:
-        return (BLOCKS[0] * len(tail)).rjust(width)
-    chars = [BLOCKS[min(len(BLOCKS) - 1, int(v / top * (len(BLOCKS) - 1) + 0.5))] for v in tail]
+    low, high = min(tail), max(tail)
+    if high - low <= abs(high) * 1e-3:
+        return (BLOCKS[3] * len(tail)).rjust(width)
+    top = len(BLOCKS) - 1
+    chars = [BLOCKS[int((v - low) / (high - low) * top + 0.5)] for v in tail]
     return "".join(chars).rjust(width)
 
 
@@ -97,18 +99,31 @@ def pane_rows(metrics: ServiceMetrics | None) -> list[tuple[str, str, str, str, 
     return rows
 
 
+class HintsLine(Static):
+    """Each hint that fires, in plain words, with its evidence; hidden when none does."""
+
+    def show(self, hints: Sequence[Hint]) -> None:
+        self.display = bool(hints)
+        text = Text()
+        for index, hint in enumerate(hints):
+            if index:
+                text.append("\n")
+            text.append("hint: ", style="bold")
+            text.append(printable(hint.message))
+            text.append(f" ({printable('; '.join(hint.evidence))})", style="dim")
+        self.update(text)
+
+
 class MetricsPane(Static):
-    """Sparklines of this run's metrics; hints below. Updated in one go per refresh."""
+    """Sparklines of this run's metrics. Updated in one go per refresh."""
 
     DEFAULT_CLASSES = "pane"
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__("", id=id)
+        super().__init__(Text("waiting for the first probe …", style="dim"), id=id)
         self.border_title = "Metrics (this run)"
 
-    def show(
-        self, metrics: ServiceMetrics | None, hints: Sequence[Hint] = (), note: str | None = None
-    ) -> None:
+    def show(self, metrics: ServiceMetrics | None, note: str | None = None) -> None:
         text = Text(no_wrap=True, overflow="ellipsis")
         rows = pane_rows(metrics)
         if not rows:
@@ -122,9 +137,6 @@ class MetricsPane(Static):
             text.append(f"  {value}", style=style or "bold")
             if age:
                 text.append(f"  {age}", style="dim italic" if stale else "dim")
-        for hint in hints:
-            text.append("\n")
-            text.append(f"hint: {printable(hint.message)}", style="bold")
         if note and rows:
             text.append(f"\n{printable(note)}", style="dim")
         self.update(text)
