@@ -328,3 +328,8 @@ def test_host_screen_paused_on_a_search_match(app: BabysitApp, snap_compare: Any
 def test_host_screen_banner_states(utc: None, assessment: Assessment, snap_compare: Any) -> None:
     """The banner for each verdict: colour, the run, the plain line, and its age."""
     assert snap_compare(make_app(assessment), terminal_size=SIZE, run_before=rows_shown)
+
+
+def test_host_screen_narrow_80x24(app: BabysitApp, snap_compare: Any) -> None:
+    """The smallest terminal babysit promises to fit: 80 columns, 24 rows."""
+    assert snap_compare(app, terminal_size=(80, 24), run_before=rows_shown)

@@ -24,7 +24,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import ClassVar, Protocol
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -87,6 +87,8 @@ HOST_ACTIONS = ("kill", "relaunch", "replace")
 Probe = Callable[[], Awaitable[Assessment | ServiceReport]]
 #: A metric older than this many probe intervals is drawn as stale.
 STALE_INTERVALS = 3
+#: Below this many columns the launch pane steps aside unless it shows a problem.
+NARROW = 100
 #: Seconds between two redraws of the metrics pane while lines keep coming.
 METRICS_REDRAW = 0.5
 WriterFollower = Callable[[int], "RowSource"]
@@ -211,6 +213,10 @@ class HostScreen(Screen[None]):
             yield LogView(self.service.log, id="log")
             yield SearchBar(id="search")
         yield Footer()
+
+    def on_resize(self, event: events.Resize) -> None:
+        # Narrow terminals show the launch pane only when a flag is missing.
+        self.query_one("#top").set_class(event.size.width < NARROW, "-narrow")
 
     def on_mount(self) -> None:
         self.log_view.focus()

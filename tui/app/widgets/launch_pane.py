@@ -16,14 +16,15 @@ from tui.core.launch import FlagRow, FlagStatus, LaunchDiff
 from tui.core.sanitize import printable
 
 FLAG_WIDTH = 28
-VALUE_WIDTH = 12
+VALUE_WIDTH = 11
 
+#: Status -> (mark after the running value, style of the row, text when nothing runs).
 MARKS = {
-    FlagStatus.SAME: ("✓", ""),
-    FlagStatus.MISSING: ("✗ missing", "bold reverse"),
-    FlagStatus.CHANGED: ("≠", "bold"),
-    FlagStatus.EXTRA: ("+ extra", "dim"),
-    FlagStatus.UNCHECKED: ("?", "dim"),
+    FlagStatus.SAME: ("✓", "", None),
+    FlagStatus.MISSING: ("✗", "bold reverse", "missing"),
+    FlagStatus.CHANGED: ("≠", "bold", None),
+    FlagStatus.EXTRA: ("+", "dim", None),
+    FlagStatus.UNCHECKED: ("?", "dim", None),
 }
 
 
@@ -52,22 +53,33 @@ class LaunchPane(Static):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(Text("waiting for the first probe …", style="dim"), id=id)
         self.border_title = "Launch: intended vs running"
+        self._shown: tuple[LaunchDiff | None, str | None] | None = None
+
+    def on_resize(self) -> None:
+        if self._shown is not None:
+            self.show(*self._shown)
 
     def show(self, diff: LaunchDiff | None, note: str | None = None) -> None:
+        self._shown = (diff, note)
         text = Text(no_wrap=True, overflow="ellipsis")
+        # flag, intended, running and a one-character mark, with a space between each.
+        room = (self.content_size.width or 60) - 2 * VALUE_WIDTH - 5
+        flag_width = max(12, min(FLAG_WIDTH, room))
         rows = pane_rows(diff)
         if not rows:
             text.append(note or "no run to compare with", style="dim")
             self.set_class(False, "-problem")
             self.update(text)
             return
-        text.append(f"{'flag':<{FLAG_WIDTH}} {'intended':<{VALUE_WIDTH}} running", style="dim")
+        text.append(f"{'flag':<{flag_width}} {'intended':<{VALUE_WIDTH}} running", style="dim")
         for row in rows:
-            mark, style = MARKS[row.status]
+            mark, style, absent = MARKS[row.status]
             running = row.reported if row.reported is not None else row.actual
+            if absent is not None:
+                running = absent
             text.append("\n")
-            text.append(f"{_cut(row.flag, FLAG_WIDTH):<{FLAG_WIDTH}} ", style=style)
+            text.append(f"{_cut(row.flag, flag_width):<{flag_width}} ", style=style)
             text.append(f"{_cut(row.intended, VALUE_WIDTH):<{VALUE_WIDTH}} ", style=style)
-            text.append(f"{_cut(running, VALUE_WIDTH)} {mark}", style=style)
+            text.append(f"{_cut(running, VALUE_WIDTH):<{VALUE_WIDTH}} {mark}", style=style)
         self.set_class(any(r.status is FlagStatus.MISSING for r in rows), "-problem")
         self.update(text)

@@ -58,7 +58,9 @@ def _age(latest: Latest | None) -> str:
     return f"{human_age(latest.age)} ago" if latest.age >= 1.5 else "now"
 
 
-def pane_rows(metrics: ServiceMetrics | None) -> list[tuple[str, str, str, str, bool]]:
+def pane_rows(
+    metrics: ServiceMetrics | None, spark_width: int = SPARK_WIDTH
+) -> list[tuple[str, str, str, str, bool]]:
     """(title, sparkline, value, age, stale) for each row, GPUs last. Pure, for tests."""
     rows: list[tuple[str, str, str, str, bool]] = []
     if metrics is None:
@@ -74,7 +76,7 @@ def pane_rows(metrics: ServiceMetrics | None) -> list[tuple[str, str, str, str, 
         rows.append(
             (
                 title,
-                sparkline([p.value for p in points]),
+                sparkline([p.value for p in points], spark_width),
                 value,
                 _age(latest),
                 bool(latest and latest.stale),
@@ -90,7 +92,9 @@ def pane_rows(metrics: ServiceMetrics | None) -> list[tuple[str, str, str, str, 
         rows.append(
             (
                 f"{label} power",
-                sparkline([p.value for p in metrics.series_of(Metric.GPU_POWER, label)]),
+                sparkline(
+                    [p.value for p in metrics.series_of(Metric.GPU_POWER, label)], spark_width
+                ),
                 value,
                 _age(power),
                 bool(power and power.stale),
@@ -121,11 +125,19 @@ class MetricsPane(Static):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(Text("waiting for the first probe …", style="dim"), id=id)
+        self._shown: tuple[ServiceMetrics | None, str | None] | None = None
+
+    def on_resize(self) -> None:
+        if self._shown is not None:
+            self.show(*self._shown)
         self.border_title = "Metrics (this run)"
 
     def show(self, metrics: ServiceMetrics | None, note: str | None = None) -> None:
+        self._shown = (metrics, note)
         text = Text(no_wrap=True, overflow="ellipsis")
-        rows = pane_rows(metrics)
+        # Room for the label, the value and its age; the sparkline takes what is left.
+        room = (self.content_size.width or 60) - LABEL_WIDTH - 1 - 30
+        rows = pane_rows(metrics, max(4, min(SPARK_WIDTH, room)))
         if not rows:
             text.append(note or "no metric lines from this run yet", style="dim")
         for index, (title, spark, value, age, stale) in enumerate(rows):
