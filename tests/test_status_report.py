@@ -179,3 +179,41 @@ def test_healthy_speculative_run_has_accept_metrics_and_no_hints(
                     str(config),
                 ]
             )
+
+
+def test_metrics_from_the_prometheus_page(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A service with `metrics: prometheus` reads /metrics on the host, not its log."""
+    from support.servers import Server
+
+    log = tmp_path / "serve.log"
+    server = Server(log, engine="vllm", load=0.3)
+    try:
+        server.wait_for("Application startup complete.")
+        config = tmp_path / "hosts.yaml"
+        config.write_text(
+            "hosts:\n  gpu:\n    local: true\n    services:\n      qwen:\n"
+            f"        engine: vllm\n        log: {json.dumps(str(log))}\n"
+            f"        port: {server.port}\n        metrics: prometheus\n"
+            f"        match: 'tui sim .*--port {server.port} '\n"
+        )
+        assert main(["status", "--json", "--config", str(config)]) == 0
+        entry = json.loads(capsys.readouterr().out)["services"][0]
+        metrics = entry["metrics"]
+        assert metrics["running"]["value"] == 0
+        assert metrics["running"]["offset"] is None  # from the page, not from a log line
+        assert metrics["token_usage"]["stale"] is False
+    finally:
+        server.kill()
+
+
+def test_prometheus_needs_a_port() -> None:
+    from tui.config import parse_config
+    from tui.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"prometheus needs the service's port"):
+        parse_config(
+            "hosts:\n  h:\n    local: true\n    services:\n"
+            "      s: {log: /l, metrics: prometheus}\n"
+        )

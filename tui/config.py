@@ -46,6 +46,13 @@ class HostKeyPolicy(enum.Enum):
     ACCEPT_NEW = "accept-new"
 
 
+class MetricsSource(enum.Enum):
+    """Where a service's metrics come from: its own log lines, or its /metrics page."""
+
+    LOG = "log"
+    PROMETHEUS = "prometheus"
+
+
 class TransportKind(enum.Enum):
     LOCAL = "local"
     SSH = "ssh"
@@ -120,6 +127,8 @@ class Service:
     stop_grace: float = 30.0
     #: How many renamed old logs (``<log>.<YYYYmmdd-HHMMSS>``) a relaunch keeps.
     keep_logs: int = 5
+    #: ``prometheus``: read ``http://127.0.0.1:PORT/metrics`` on the host each refresh.
+    metrics: MetricsSource = MetricsSource.LOG
 
     @property
     def label(self) -> str:
@@ -261,6 +270,7 @@ _SERVICE_KEYS = (
     "stop_grace",
     "keep_logs",
     "instances",
+    "metrics",
 )
 #: ``{i}``, ``{i + 30000}``, ``{30000 + i}``, ``{2 * i}``: all an instance template may say.
 _TEMPLATE_RE = re.compile(r"\{([^{}]*)\}")
@@ -589,6 +599,8 @@ def _parse_service(
     stop_grace: float = 30.0
     #: How many renamed old logs (``<log>.<YYYYmmdd-HHMMSS>``) a relaunch keeps.
     keep_logs: int = 5
+    #: ``prometheus``: read ``http://127.0.0.1:PORT/metrics`` on the host each refresh.
+    metrics: MetricsSource = MetricsSource.LOG
     if "ready" in entries:
         ready_node = entries["ready"][1]
         if isinstance(ready_node, yaml.ScalarNode):
@@ -601,6 +613,15 @@ def _parse_service(
     stop_grace = 30.0
     if "stop_grace" in entries:
         stop_grace = reader.number(entries["stop_grace"][1], f"{key}.stop_grace", 0, 3600)
+    metrics = MetricsSource.LOG
+    if "metrics" in entries:
+        metrics = reader.choice(entries["metrics"][1], f"{key}.metrics", MetricsSource)  # type: ignore[assignment]
+        if metrics is MetricsSource.PROMETHEUS and port is None:
+            raise reader.fail(
+                entries["metrics"][1],
+                f"{key}.metrics",
+                "prometheus needs the service's port: (babysit reads /metrics on it)",
+            )
     keep_logs = 5
     if "keep_logs" in entries:
         keep_logs = reader.integer(entries["keep_logs"][1], f"{key}.keep_logs", 0, 1000)
@@ -617,6 +638,7 @@ def _parse_service(
         ready=ready,
         stop_grace=stop_grace,
         keep_logs=keep_logs,
+        metrics=metrics,
     )
 
 

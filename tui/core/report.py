@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 
 from tui.core.gpu import ServiceGpus, attribute, gpu_values, read_apps, read_gpus
 from tui.core.hints import Hint, hints
@@ -20,6 +21,7 @@ from tui.core.metrics import (
     Engine,
     LogScanner,
     MetricSample,
+    PrometheusReader,
     RunEvent,
     RunEventKind,
     SeriesStore,
@@ -40,6 +42,8 @@ class ProbeDetails:
     tail_offset: int | None = None
     args_line: str | None = None
     gpu_csv: Mapping[str, object] | None = None
+    #: The service's /metrics page, for services with ``metrics: prometheus``.
+    prometheus: str | None = None
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,9 @@ class ServiceReport:
     launch: LaunchDiff | None
     gpus: ServiceGpus | None
     hints: tuple[Hint, ...] = field(default_factory=tuple)
+    #: The /metrics page as read (``metrics: prometheus``), for a reader that keeps
+    #: counters between scrapes (the screen's) to turn them into rates.
+    prometheus_page: str | None = None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -108,6 +115,14 @@ def build_report(
         elif isinstance(found, MetricSample):
             store.add_sample(name, found, utc_offset=assessment.utc_offset)
 
+    if details.prometheus is not None:
+        stamp = datetime.fromtimestamp(now, timezone(timedelta(seconds=assessment.utc_offset)))
+        sample = PrometheusReader().read(
+            details.prometheus, stamp.replace(tzinfo=None), run=store.current_run(name)
+        )
+        if sample is not None:
+            store.add_sample(name, sample, utc_offset=assessment.utc_offset)
+
     gpus = None
     if details.gpu_csv is not None:
         csv = details.gpu_csv
@@ -131,7 +146,7 @@ def build_report(
         reported = parse_reported(details.args_line) if details.args_line else None
         launch = launch_diff(intended, list(run.root.cmdline), reported, engine=metrics_engine)
     found_hints = tuple(hints(metrics, launch=launch, gpus=gpus))
-    return ServiceReport(assessment, metrics, launch, gpus, found_hints)
+    return ServiceReport(assessment, metrics, launch, gpus, found_hints, details.prometheus)
 
 
 def _int(value: object) -> int | None:

@@ -963,6 +963,18 @@ def readiness(log_path, run, record, ready_patterns, engine):
         os.close(fd)
 
 
+def http_text(port, path="/metrics", limit=4 * 1024 * 1024):
+    """(status, body text) of a GET on loopback, or (None, the error) when it fails."""
+    try:
+        import urllib.request
+
+        url = "http://127.0.0.1:%d%s" % (port, path)  # always http on loopback
+        with urllib.request.urlopen(url, timeout=2.0) as r:  # noqa: S310
+            return r.status, r.read(limit).decode("utf-8", "replace")
+    except Exception as error:  # any failure is an answer here
+        return getattr(error, "code", None), str(error)
+
+
 def http_status(port, path="/health"):
     try:
         import urllib.request
@@ -1188,6 +1200,7 @@ def probe_service(view, service):
         "record_state": record_state,
         "health": health,
         "gpu_csv": nvidia_smi_csv() if service.get("gpus") is not None else None,
+        "prometheus": http_text(service["port"]) if service.get("prometheus") else None,
     }
 
 

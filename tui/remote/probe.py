@@ -8,7 +8,7 @@ import os
 import time
 from collections.abc import Sequence
 
-from tui.config import Engine, Host, Service
+from tui.config import Engine, Host, MetricsSource, Service
 from tui.core.report import ProbeDetails, ServiceReport, build_report
 from tui.core.runs import Assessment, ServiceProbe, assess, unknown
 from tui.errors import TransportError
@@ -45,6 +45,7 @@ def probe_request(
         "services": [
             {
                 "tail_bytes": tail_bytes,
+                "prometheus": s.metrics is MetricsSource.PROMETHEUS and bool(tail_bytes or gpus),
                 "gpus": list(s.gpus) if tail_bytes or gpus else None,
                 "name": s.name,
                 "log": s.log,
@@ -147,9 +148,12 @@ def _details(entry: dict, assessment: Assessment) -> ProbeDetails:
             if run.get("pid") == assessment.run.root.pid:
                 args_line = (run.get("ready") or {}).get("args_line")
     tail = base64.b64decode(log["tail"]) if log.get("tail") else b""
+    prometheus = entry.get("prometheus")
+    page = prometheus[1] if prometheus and prometheus[0] == 200 else None
     return ProbeDetails(
         tail=tail,
         tail_offset=log.get("tail_offset"),
         args_line=args_line,
         gpu_csv=entry.get("gpu_csv"),
+        prometheus=page,
     )

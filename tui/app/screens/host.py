@@ -22,6 +22,7 @@ import contextlib
 import shlex
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import datetime, timedelta, timezone
 from typing import ClassVar, Protocol
 
 from textual import events, on
@@ -51,13 +52,20 @@ from tui.app.widgets.log_view import LogView
 from tui.app.widgets.metrics_pane import HintsLine, MetricsPane
 from tui.app.widgets.run_banner import RunBanner
 from tui.app.widgets.search_bar import SearchBar
-from tui.config import Host, Service
+from tui.config import Host, MetricsSource, Service
 from tui.core.follow import FileInfo
 from tui.core.gpu import gpu_values
 from tui.core.hints import hints
 from tui.core.logcursor import EventKind, EventRow, LogCursor, LogEvent, LogLine, Row
 from tui.core.metrics import Engine as MetricsEngine
-from tui.core.metrics import LogScanner, MetricSample, RunEvent, RunEventKind, SeriesStore
+from tui.core.metrics import (
+    LogScanner,
+    MetricSample,
+    PrometheusReader,
+    RunEvent,
+    RunEventKind,
+    SeriesStore,
+)
 from tui.core.report import ServiceReport
 from tui.core.runs import Assessment, Run, Verdict
 from tui.core.sanitize import printable
@@ -181,6 +189,10 @@ class HostScreen(Screen[None]):
         # scanner marks run boundaries so one series never spans two runs.
         engine = service.engine.value
         self.scanner = LogScanner(MetricsEngine.of(engine) if engine != "generic" else None)
+        #: For ``metrics: prometheus``: one reader, so counters become rates between scrapes.
+        self.prometheus = (
+            PrometheusReader() if service.metrics is MetricsSource.PROMETHEUS else None
+        )
         self.series = SeriesStore()
         self.report: ServiceReport | None = None
         self._metrics_drawn = 0.0
@@ -267,6 +279,15 @@ class HostScreen(Screen[None]):
         self.report = report
         self.show_assessment(report.assessment)
         name = self.service.label
+        if self.prometheus is not None and report.prometheus_page is not None:
+            a = report.assessment
+            zone = timezone(timedelta(seconds=a.utc_offset))
+            stamp = datetime.fromtimestamp(a.checked_at, zone).replace(tzinfo=None)
+            sample = self.prometheus.read(
+                report.prometheus_page, stamp, run=self.series.current_run(name)
+            )
+            if sample is not None:
+                self.series.add_sample(name, sample, utc_offset=a.utc_offset)
         if report.gpus is not None:
             run = self.series.current_run(name)
             for label, values in gpu_values(report.gpus.gpus).items():
@@ -309,7 +330,8 @@ class HostScreen(Screen[None]):
 
     def _measure(self, rows: list[Row]) -> int:
         """Feed the followed lines to the metric parser (cheap: most lines are skipped);
-        how many samples they gave."""
+        how many samples they gave. (Run boundaries still come from the log when the
+        metrics come from /metrics.)"""
         name = self.service.label
         samples = 0
         offset = self.assessment.utc_offset if self.assessment else time.localtime().tm_gmtoff
@@ -318,7 +340,8 @@ class HostScreen(Screen[None]):
                 continue
             found = self.scanner.feed(row.text, row.offset)
             if isinstance(found, MetricSample):
-                samples += self.series.add_sample(name, found, utc_offset=offset) > 0
+                if self.prometheus is None:
+                    samples += self.series.add_sample(name, found, utc_offset=offset) > 0
             elif isinstance(found, RunEvent) and found.kind is RunEventKind.STARTED:
                 self.series.begin_run(name, found.run)
         return samples
