@@ -275,6 +275,7 @@ def make_app(assessment: Assessment) -> BabysitApp:
         follower_factory=lambda transport: FixedFollower(),
         clock=lambda: NOW,
         probe_factory=lambda transport: probe,
+        probe_interval=3600,  # one probe: the GPU sparkline must not depend on timing
     )
 
 

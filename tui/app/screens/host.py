@@ -54,7 +54,7 @@ from tui.app.widgets.run_banner import RunBanner
 from tui.app.widgets.search_bar import SearchBar
 from tui.config import Host, MetricsSource, Service
 from tui.core.follow import FileInfo
-from tui.core.gpu import gpu_values
+from tui.core.gpu import Attribution, gpu_values
 from tui.core.hints import hints
 from tui.core.logcursor import EventKind, EventRow, LogCursor, LogEvent, LogLine, Row
 from tui.core.metrics import Engine as MetricsEngine
@@ -307,7 +307,14 @@ class HostScreen(Screen[None]):
         found = hints(
             snapshot, launch=report.launch if report else None, gpus=report.gpus if report else None
         )
-        note = report.gpus.note if report and report.gpus and report.gpus.problem else None
+        gpus = report.gpus if report else None
+        # Say why GPU use is not tied to this run (no nvidia-smi, host PIDs in a
+        # container, …) instead of showing nothing.
+        note = (
+            gpus.note
+            if gpus and (gpus.problem or gpus.attribution is not Attribution.TIED)
+            else None
+        )
         self.query_one(MetricsPane).show(snapshot, note)
         self.query_one(HintsLine).show(found)
 
