@@ -1,16 +1,21 @@
-"""The Textual app: ``babysit HOST [SERVICE]``.
+"""The Textual app: ``babysit HOST [SERVICE]``, or the fleet view of many hosts.
 
 :class:`BabysitApp` is also the factory tests use: pass ``follower_factory`` to
 feed the screen fixed rows, ``transport_factory`` for a stand-in link, and
 ``clock`` to freeze the header's time; ``ops_factory`` and
 ``anchor_follower_factory`` stand in for kill, relaunch and the follower a
 relaunch starts. ``read_only`` offers no action that changes the host.
+
+With ``fleet`` the app opens the :class:`FleetScreen` instead; ``Enter`` on a row
+pushes that service's host screen (``host`` and ``service`` then name the one
+shown), and ``Esc`` pops back. ``fleet_report`` stands in for the round trip to
+each host (tests pass fixed reports).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from functools import partial
 from typing import ClassVar
 
@@ -19,6 +24,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from tui.app.operations import HostOps, TransportOps
+from tui.app.screens.fleet import FLEET_TAIL, Fleet, FleetReport, FleetScreen
 from tui.app.screens.host import HOST_ACTIONS, AnchorFollower, HostScreen, RowSource
 from tui.config import Host, Service
 from tui.core.follow import Start
@@ -47,12 +53,16 @@ ACTION_COMMANDS = {
 
 
 class BabysitApp(App[int]):
-    """Watches one service on one host. Owns the SSH connections it opens."""
+    """Watches one service on one host, or a fleet of them. Owns the SSH connections it opens
+    (one per endpoint, shared by the fleet's refreshes and every host screen)."""
 
-    CSS_PATH = "babysit.tcss"
+    CSS_PATH: ClassVar[list[str]] = ["babysit.tcss", "fleet.tcss"]
     TITLE = "babysit"
     ENABLE_COMMAND_PALETTE = True
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("q", "quit", "quit", id="app.quit")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "quit", id="app.quit"),
+        Binding("escape", "back", "fleet", id="app.back", tooltip="back to the fleet"),
+    ]
 
     def __init__(
         self,
@@ -68,6 +78,8 @@ class BabysitApp(App[int]):
         read_only: bool = False,
         ops_factory: OpsFactory | None = None,
         anchor_follower_factory: AnchorFollowerFactory | None = None,
+        fleet: Fleet | None = None,
+        fleet_report: FleetReport | None = None,
     ) -> None:
         super().__init__()
         self.host = host
@@ -81,8 +93,21 @@ class BabysitApp(App[int]):
         self.probe_interval = probe_interval
         #: No action that changes anything on a host is offered (kill, relaunch, …).
         self.read_only = read_only
-        self._ops_factory = ops_factory or (lambda transport: TransportOps(transport, service))
+        self._ops_factory = ops_factory or (lambda transport: TransportOps(transport, self.service))
         self._anchor_follower_factory = anchor_follower_factory or self._anchor_follower
+        #: The hosts and services of the fleet view, or None for one host screen.
+        self.fleet = fleet
+        self._fleet_report = fleet_report or self._report
+        self._transports: dict[str, Transport] = {}
+
+    def _transport(self, host: Host) -> Transport:
+        """One transport per host, shared by the fleet's refreshes and its host screen."""
+        if host.name not in self._transports:
+            self._transports[host.name] = self._transport_factory(host, self.links)
+        return self._transports[host.name]
+
+    async def _report(self, host: Host, services: Sequence[Service]) -> list[ServiceReport]:
+        return await report_host(self._transport(host), host, services, tail_bytes=FLEET_TAIL)
 
     def _follower(self, transport: Transport) -> RowSource:
         return Follower(transport, self.service.log, label=self.service.label, start=self.start)
@@ -111,23 +136,51 @@ class BabysitApp(App[int]):
         return follow_from
 
     def on_mount(self) -> None:
-        # Opening a transport only builds it; connecting happens in the follower's worker.
-        transport = self._transport_factory(self.host, self.links)
-        follower = self._follower_factory(transport)
-        self.push_screen(
-            HostScreen(
-                self.host,
-                self.service,
-                transport,
-                follower,
-                clock=self.clock,
-                probe=self._probe_factory(transport),
-                writer_follower=self._writer_follower(transport),
-                probe_interval=self.probe_interval,
-                ops=self._ops_factory(transport),
-                anchor_follower=self._anchor_follower_factory(transport),
-                read_only=self.read_only,
+        if self.fleet is not None:
+            self.push_screen(
+                FleetScreen(
+                    self.fleet.targets,
+                    self._fleet_report,
+                    clock=self.clock,
+                    interval=self.probe_interval,
+                    timeout=self.fleet.timeout,
+                    title=self.fleet.title,
+                )
             )
+        else:
+            self.push_screen(self._host_screen())
+
+    def on_fleet_screen_service_chosen(self, message: FleetScreen.ServiceChosen) -> None:
+        """Drill in: the chosen service's host screen over the fleet (Esc pops it)."""
+        self.host, self.service = message.host, message.service
+        self.push_screen(self._host_screen())
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "back":
+            return self.fleet is not None and isinstance(self.screen, HostScreen)
+        return True
+
+    def action_back(self) -> None:
+        if self.fleet is not None and isinstance(self.screen, HostScreen):
+            self.pop_screen()
+
+    def _host_screen(self) -> HostScreen:
+        """The host screen of :attr:`service` on :attr:`host`."""
+        # Opening a transport only builds it; connecting happens in the follower's worker.
+        transport = self._transport(self.host)
+        follower = self._follower_factory(transport)
+        return HostScreen(
+            self.host,
+            self.service,
+            transport,
+            follower,
+            clock=self.clock,
+            probe=self._probe_factory(transport),
+            writer_follower=self._writer_follower(transport),
+            probe_interval=self.probe_interval,
+            ops=self._ops_factory(transport),
+            anchor_follower=self._anchor_follower_factory(transport),
+            read_only=self.read_only,
         )
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
