@@ -360,3 +360,23 @@ async def test_probes_running_at_once_never_take_each_other_for_the_run(
     assert {r.verdict for r in results} == {Verdict.LIVE}, [r.line for r in results]
     assert {r.run.root.pid for r in results if r.run} == {server.pid}
     assert all(not r.others for r in results), [r.line for r in results]
+
+
+async def test_an_unreadable_answer_is_unknown_not_a_crash(tmp_path: Path) -> None:
+    """The agent's output is not JSON (say, a shell profile printed a banner)."""
+    from tui.remote.probe import report_host
+    from tui.remote.transport import Completed, Transport
+
+    class Garbled(Transport):
+        chain = ("local",)
+
+        async def run(self, argv, *, timeout, stdin=None):
+            return Completed(tuple(argv), 0, b"Welcome to the GPU box!\n{not json", b"")
+
+        def stream(self, argv, *, stdin=False):
+            raise NotImplementedError
+
+    host = local_host(tmp_path / "x.log")
+    (report,) = await report_host(Garbled(), host)
+    assert report.assessment.verdict is Verdict.UNKNOWN
+    assert "the probe's answer was unreadable" in report.assessment.summary

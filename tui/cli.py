@@ -93,9 +93,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = build_parser()
     if not args_list:
-        parser.print_help()
-        return 0
-    if not args_list[0].startswith("-") and args_list[0] not in VERBS:
+        # The fleet view of every host when a hosts.yaml is found; help otherwise.
+        return _guarded(lambda: _load(UI_MODULE).run_bare(parser.print_help), json_out=False)
+    opens_ui = args_list[0] not in VERBS and args_list[0] not in ("-h", "--help", "--version")
+    if opens_ui:
         ui = _load(UI_MODULE)
         ui_parser = argparse.ArgumentParser(
             prog="babysit", description="Open the host screen for HOST (and SERVICE)."

@@ -1031,6 +1031,13 @@ class ProcessView(object):
         self._files = {}
         self._links = {}
         self._listening = None
+        self._nvidia = None
+
+    def nvidia_smi(self):
+        """nvidia-smi's readings, asked once per probe however many services want them."""
+        if self._nvidia is None:
+            self._nvidia = nvidia_smi_csv()
+        return self._nvidia
 
     def listening(self, port):
         if self._listening is None:
@@ -1199,7 +1206,7 @@ def probe_service(view, service):
         "record": record,
         "record_state": record_state,
         "health": health,
-        "gpu_csv": nvidia_smi_csv() if service.get("gpus") is not None else None,
+        "gpu_csv": view.nvidia_smi() if service.get("gpus") is not None else None,
         "prometheus": http_text(service["port"]) if service.get("prometheus") else None,
     }
 

@@ -135,7 +135,7 @@ async def _probe(
         return out
     except (ValueError, KeyError, TypeError) as error:
         return [
-            unknown(host.name, s.name, f"the probe's answer was unreadable ({error})", now)
+            (unknown(host.name, s.name, f"the probe's answer was unreadable ({error})", now), none)
             for s in chosen
         ]
 
