@@ -158,7 +158,19 @@ class BabysitApp(App[int]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "back":
             return self.fleet is not None and isinstance(self.screen, HostScreen)
+        if action == "switch_service":
+            return isinstance(self.screen, HostScreen) and len(self.host.services) > 1
         return True
+
+    def action_switch_service(self, step: int = 1, name: str | None = None) -> None:
+        """Show another service of the same host (``tab`` / ``shift+tab``, or by name)."""
+        names = list(self.host.services)
+        if len(names) < 2 or not isinstance(self.screen, HostScreen):
+            return
+        if name is None:
+            name = names[(names.index(self.service.name) + step) % len(names)]
+        self.service = self.host.services[name]
+        self.switch_screen(self._host_screen())
 
     def action_back(self) -> None:
         if self.fleet is not None and isinstance(self.screen, HostScreen):
@@ -189,6 +201,13 @@ class BabysitApp(App[int]):
         if not isinstance(screen, HostScreen):
             return
         yield SystemCommand("Help", "The keys of this screen", screen.action_help)
+        for name in self.host.services:
+            if name != self.service.name:
+                yield SystemCommand(
+                    f"Show {self.host.name}/{name}",
+                    "another service of this host (tab / shift+tab step through them)",
+                    partial(self.action_switch_service, 0, name),
+                )
         for action in HOST_ACTIONS:
             if screen.check_action(action, ()):
                 title, help_text = ACTION_COMMANDS[action]

@@ -147,6 +147,20 @@ class HostScreen(Screen[None]):
             tooltip="replace: kill the run, then relaunch, after asking",
         ),
         Binding("question_mark", "help", "help", key_display="?", id="host.help"),
+        Binding(
+            "tab",
+            "app.switch_service(1)",
+            "next service",
+            id="host.next_service",
+            tooltip="next service: another service of this host",
+        ),
+        Binding(
+            "shift+tab",
+            "app.switch_service(-1)",
+            "previous service",
+            show=False,
+            id="host.previous_service",
+        ),
     ]
 
     def __init__(

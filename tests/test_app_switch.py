@@ -1,0 +1,60 @@
+"""A host with several services: tab and shift+tab step through them on the host screen."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tui.app.app import BabysitApp
+from tui.app.screens.host import HostScreen
+from tui.config import parse_config
+
+
+async def test_tab_steps_through_the_hosts_services(tmp_path: Path) -> None:
+    logs = {name: tmp_path / f"{name}.log" for name in ("alpha", "beta", "gamma")}
+    for name, log in logs.items():
+        log.write_text(f"{name} says hello\n")
+    services = "".join(
+        f"      {name}: {{log: {json.dumps(str(log))}}}\n" for name, log in logs.items()
+    )
+    host = parse_config(f"hosts:\n  box:\n    local: true\n    services:\n{services}").hosts["box"]
+    app = BabysitApp(host, host.services["alpha"], probe_interval=3600)
+    async with app.run_test(size=(120, 36)) as pilot:
+
+        def shown() -> str:
+            screen = app.screen
+            assert isinstance(screen, HostScreen)
+            return screen.service.name
+
+        assert shown() == "alpha"
+        await pilot.press("tab")
+        await pilot.pause()
+        assert shown() == "beta"
+        await pilot.press("tab", "tab")
+        await pilot.pause()
+        assert shown() == "alpha"
+        await pilot.press("shift+tab")
+        await pilot.pause()
+        assert shown() == "gamma"
+        for _ in range(50):
+            texts = [r.text for r in app.screen.log_view.buffer if hasattr(r, "text")]  # type: ignore[attr-defined]
+            if "gamma says hello" in texts:
+                break
+            await pilot.pause(0.05)
+        assert "gamma says hello" in texts
+
+
+async def test_a_single_service_host_has_no_switcher(tmp_path: Path) -> None:
+    log = tmp_path / "only.log"
+    log.write_text("x\n")
+    host = parse_config(
+        "hosts:\n  box:\n    local: true\n    services:\n"
+        f"      only: {{log: {json.dumps(str(log))}}}\n"
+    ).hosts["box"]
+    app = BabysitApp(host, host.services["only"], probe_interval=3600)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("tab")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, HostScreen) and screen.service.name == "only"
+        assert app.check_action("switch_service", (1,)) is False
