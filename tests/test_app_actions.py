@@ -13,13 +13,12 @@ import asyncio
 import json
 import os
 import shlex
-import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import psutil
-from support.servers import REPO, Server, free_port
+from support.servers import REPO, Server, free_port, service_yaml
 from test_app_host_screen import screen_lines
 from test_app_snapshots import (
     DEV,
@@ -51,53 +50,13 @@ from tui.ops.kill import KillEvent, KillTarget
 from tui.ops.relaunch import Launched, WaitProgress, WaitResult
 
 READY = "The server is fired up and ready to roll!"
-NASTY = 'it\'s "quoted" $HOME `id`\nsecond line ünï'
 
 
 # ---------------------------------------------------------------------- real servers
 
 
-def service_yaml(
-    log: Path, port: int, *, scenario: str = "healthy", load: float = 0.5, tp: int = 1
-) -> str:
-    """A service whose ``launch:`` starts a sim (as in tests/test_ops.py)."""
-    command = [
-        sys.executable,
-        "-m",
-        "tui",
-        "sim",
-        "--engine",
-        "sglang",
-        "--port",
-        str(port),
-        "--load-seconds",
-        str(load),
-        "--scenario",
-        scenario,
-        "--seed",
-        "1",
-        "--",
-        "--model-path",
-        "Qwen/Qwen3-8B",
-        "--served-model-name",
-        NASTY,
-        "--port",
-        str(port),
-        "--tp",
-        str(tp),
-    ]
-    launch = {"cwd": str(REPO), "env": {"PYTHONPATH": str(REPO)}, "command": command}
-    return (
-        "  services:\n    qwen:\n"
-        f"      engine: sglang\n      log: {json.dumps(str(log))}\n      port: {port}\n"
-        f"      match: {json.dumps(f'tui sim .*--port {port} ')}\n"
-        f"      stop_grace: 5\n"
-        f"      launch: {json.dumps(launch)}\n"
-    )
-
-
 def real_app(log: Path, port: int, **kwargs: Any) -> BabysitApp:
-    body = "h:\n  local: true\n" + service_yaml(log, port)
+    body = "h:\n  local: true\n" + service_yaml(log, port, stop_grace=5)
     host = parse_config("hosts:\n" + "".join(f"  {x}\n" for x in body.splitlines())).hosts["h"]
     return BabysitApp(host, host.services["qwen"], probe_interval=0.2, **kwargs)
 

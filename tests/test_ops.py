@@ -5,13 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
 import psutil
 import pytest
-from support.servers import REPO, Server, free_port, wait_until
+from support.servers import Server, free_port, service_yaml, wait_until
 from support.sshd import Sshd
 
 from tui.cli import main
@@ -32,44 +31,6 @@ from tui.remote import SshLinks, Transport, open_transport
 from tui.remote.probe import probe_host
 
 READY = "The server is fired up and ready to roll!"
-NASTY = 'it\'s "quoted" $HOME `id`\nsecond line ünï'
-
-
-def service_yaml(
-    log: Path, port: int, *, scenario: str = "healthy", load: float = 0.5, tp: int = 1
-) -> str:
-    command = [
-        sys.executable,
-        "-m",
-        "tui",
-        "sim",
-        "--engine",
-        "sglang",
-        "--port",
-        str(port),
-        "--load-seconds",
-        str(load),
-        "--scenario",
-        scenario,
-        "--seed",
-        "1",
-        "--",
-        "--model-path",
-        "Qwen/Qwen3-8B",
-        "--served-model-name",
-        NASTY,
-        "--port",
-        str(port),
-        "--tp",
-        str(tp),
-    ]
-    launch = {"cwd": str(REPO), "env": {"PYTHONPATH": str(REPO)}, "command": command}
-    return (
-        "  services:\n    qwen:\n"
-        f"      engine: sglang\n      log: {json.dumps(str(log))}\n      port: {port}\n"
-        f"      match: {json.dumps(f'tui sim .*--port {port} ')}\n"
-        f"      launch: {json.dumps(launch)}\n"
-    )
 
 
 def local_config(log: Path, port: int, **kwargs: object) -> str:

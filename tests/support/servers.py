@@ -7,6 +7,7 @@ log file it was given, opened for appending, exactly as a shell redirect does.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -115,3 +116,54 @@ def wait_until(check: Callable[[], object], timeout: float, what: str) -> object
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(0.03)
+
+
+#: A server argument that breaks naive quoting on the way to the host.
+NASTY = 'it\'s "quoted" $HOME `id`\nsecond line ünï'
+
+
+def service_yaml(
+    log: Path,
+    port: int,
+    *,
+    scenario: str = "healthy",
+    load: float = 0.5,
+    tp: int = 1,
+    stop_grace: float | None = None,
+) -> str:
+    """The ``services:`` block (indented for a host entry) of one service ``qwen`` whose
+    ``launch:`` starts a sim on ``port`` appending to ``log``."""
+    command = [
+        sys.executable,
+        "-m",
+        "tui",
+        "sim",
+        "--engine",
+        "sglang",
+        "--port",
+        str(port),
+        "--load-seconds",
+        str(load),
+        "--scenario",
+        scenario,
+        "--seed",
+        "1",
+        "--",
+        "--model-path",
+        "Qwen/Qwen3-8B",
+        "--served-model-name",
+        NASTY,
+        "--port",
+        str(port),
+        "--tp",
+        str(tp),
+    ]
+    launch = {"cwd": str(REPO), "env": {"PYTHONPATH": str(REPO)}, "command": command}
+    grace = f"      stop_grace: {stop_grace}\n" if stop_grace is not None else ""
+    return (
+        "  services:\n    qwen:\n"
+        f"      engine: sglang\n      log: {json.dumps(str(log))}\n      port: {port}\n"
+        f"      match: {json.dumps(f'tui sim .*--port {port} ')}\n"
+        f"{grace}"
+        f"      launch: {json.dumps(launch)}\n"
+    )
