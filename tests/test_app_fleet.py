@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import pytest
+from test_app_snapshots import ConnectedTransport, utc  # noqa: F401 - utc is a fixture
 from textual.pilot import Pilot
 
 from tui.app.app import BabysitApp
@@ -35,7 +35,6 @@ from tui.core.follow import FileInfo
 from tui.core.logcursor import Row
 from tui.core.report import ProbeDetails, ServiceReport, build_report
 from tui.core.runs import ServiceProbe, Verdict, assess, unknown
-from tui.remote.transport import Completed, RemoteProcess, Transport
 
 SIZE = (160, 30)
 #: 2026-01-12 09:24:31 UTC, shown as the header's clock.
@@ -87,8 +86,12 @@ def decode_tail(seed: int, last: float, *, lines: int = 12, step: float = 2.0) -
         tps = 40 + (seed * 7 + n * 5) % 30 + (n % 3) * 4.5
         out.append(
             DECODE.format(
-                hms=hms(at), run=8 + seed % 5, kv=30 + (seed * 11) % 60, a=(seed * 13 + n) % 90,
-                tps=f"{tps:.2f}", queue=seed % 3,
+                hms=hms(at),
+                run=8 + seed % 5,
+                kv=30 + (seed * 11) % 60,
+                a=(seed * 13 + n) % 90,
+                tps=f"{tps:.2f}",
+                queue=seed % 3,
             )
         )
     return "".join(out).encode()
@@ -111,34 +114,60 @@ def sglang_report(
     started = NOW - 3 * 3600 - pid % 600
     runs = []
     if running:
-        runs.append({
-            "pid": pid, "ppid": 1, "start_ticks": 100 + pid, "start_time": started,
-            "user": "root", "cmdline": ["python3", "-m", "sglang.launch_server"], "cwd": "/root",
-            "sources": ["port", "writes log"],
-            "files": [{"fd": 1, "path": service.log, "dev": DEV,
-                       "inode": inode if writes else inode - 1, "deleted": not writes,
-                       "write": True}],
-            "members": [],
-            "ready": {"seen": ready, "source": "timestamps", "anchor": 0,
-                      "at": started + 200 if ready else None},
-        })
+        runs.append(
+            {
+                "pid": pid,
+                "ppid": 1,
+                "start_ticks": 100 + pid,
+                "start_time": started,
+                "user": "root",
+                "cmdline": ["python3", "-m", "sglang.launch_server"],
+                "cwd": "/root",
+                "sources": ["port", "writes log"],
+                "files": [
+                    {
+                        "fd": 1,
+                        "path": service.log,
+                        "dev": DEV,
+                        "inode": inode if writes else inode - 1,
+                        "deleted": not writes,
+                        "write": True,
+                    }
+                ],
+                "members": [],
+                "ready": {
+                    "seen": ready,
+                    "source": "timestamps",
+                    "anchor": 0,
+                    "at": started + 200 if ready else None,
+                },
+            }
+        )
     tail = decode_tail(seed, last_line) if running and writes else b""
-    log = {"path": service.log, "regular": True, "dev": DEV, "inode": inode,
-           "size": 4_000_000, "mtime": last_line, "last_ts": last_line}
+    log = {
+        "path": service.log,
+        "regular": True,
+        "dev": DEV,
+        "inode": inode,
+        "size": 4_000_000,
+        "mtime": last_line,
+        "last_ts": last_line,
+    }
     data = {"name": service.name, "log": log, "runs": runs, "unreadable": []}
     top = {"boot_id": "b0e1c2d3", "now": NOW, "utc_offset": 0}
     assessment = assess(ServiceProbe.from_json(host, service.engine.value, top, data))
     gpu_csv = None
     if power:
         gpus = "".join(
-            GPU_LINE.format(i=i, power=f"{p:.2f}")
-            for i, p in zip(service.gpus, power, strict=True)
+            GPU_LINE.format(i=i, power=f"{p:.2f}") for i, p in zip(service.gpus, power, strict=True)
         )
-        gpu_csv = {"gpus_status": 0, "gpus": gpus, "apps_status": 0,
-                   "apps": f"{pid}, 150000\n"}
+        gpu_csv = {"gpus_status": 0, "gpus": gpus, "apps_status": 0, "apps": f"{pid}, 150000\n"}
     details = ProbeDetails(tail=tail, tail_offset=4_000_000 - len(tail), gpu_csv=gpu_csv)
     return build_report(
-        assessment, details, engine=service.engine.value, intended=None,
+        assessment,
+        details,
+        engine=service.engine.value,
+        intended=None,
         gpu_indexes=service.gpus,
     )
 
@@ -146,7 +175,9 @@ def sglang_report(
 def failed_report(host: str, service: Service, reason: str) -> ServiceReport:
     """What report_host gives for a host it could not reach."""
     return build_report(
-        unknown(host, service.name, reason, NOW), ProbeDetails(), engine=service.engine.value,
+        unknown(host, service.name, reason, NOW),
+        ProbeDetails(),
+        engine=service.engine.value,
         intended=None,
     )
 
@@ -156,8 +187,13 @@ def fixed_reports(host: Host, services: Sequence[Service]) -> list[ServiceReport
     out = []
     for service in services:
         if host.name == "gone":
-            out.append(failed_report(host.name, service, "ssh root@10.0.0.99: connection "
-                                     "refused on port 22 (is sshd running there?)"))
+            out.append(
+                failed_report(
+                    host.name,
+                    service,
+                    "ssh root@10.0.0.99: connection refused on port 22 (is sshd running there?)",
+                )
+            )
             continue
         index = int(service.name.rpartition("-")[2]) if service.name.startswith("dp-") else 9
         if service.name == "dp-3":
@@ -165,17 +201,27 @@ def fixed_reports(host: Host, services: Sequence[Service]) -> list[ServiceReport
             out.append(sglang_report(host.name, service, pid=41003, writes=False))
         elif service.name == "dp-6":
             # Its decode lines stopped 3 minutes ago.
-            out.append(sglang_report(host.name, service, pid=41006, seed=6,
-                                     last_line=NOW - 180, power=[182.0]))
+            out.append(
+                sglang_report(
+                    host.name, service, pid=41006, seed=6, last_line=NOW - 180, power=[182.0]
+                )
+            )
         elif service.name == "embed":
-            out.append(sglang_report(host.name, service, pid=0, running=False,
-                                     last_line=NOW - 3600))
+            out.append(
+                sglang_report(host.name, service, pid=0, running=False, last_line=NOW - 3600)
+            )
         elif service.name == "qwen":
-            out.append(sglang_report(host.name, service, pid=52001, ready=False, seed=3,
-                                     power=[402.0, 398.5]))
+            out.append(
+                sglang_report(
+                    host.name, service, pid=52001, ready=False, seed=3, power=[402.0, 398.5]
+                )
+            )
         else:
-            out.append(sglang_report(host.name, service, pid=41000 + index, seed=index,
-                                     power=[600.0 + 7 * index]))
+            out.append(
+                sglang_report(
+                    host.name, service, pid=41000 + index, seed=index, power=[600.0 + 7 * index]
+                )
+            )
     return out
 
 
@@ -188,35 +234,6 @@ class QuietFollower:
     async def rows(self) -> AsyncIterator[list[Row]]:
         await asyncio.Event().wait()
         yield []
-
-
-class ConnectedTransport(Transport):
-    """Says it is connected over ssh; runs nothing."""
-
-    chain = ("ssh root@10.0.0.15",)
-
-    async def run(
-        self, argv: Sequence[str], *, timeout: float, stdin: bytes | None = None
-    ) -> Completed:
-        raise NotImplementedError
-
-    def stream(
-        self, argv: Sequence[str], *, stdin: bool = False
-    ) -> AbstractAsyncContextManager[RemoteProcess]:
-        raise NotImplementedError
-
-    def status_text(self) -> str:
-        return "connected"
-
-
-@pytest.fixture
-def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Clock times drawn in UTC whatever the machine's zone."""
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
 
 
 async def fixed_report(host: Host, services: Sequence[Service]) -> list[ServiceReport]:
@@ -237,7 +254,8 @@ def make_app(
         raise AssertionError("unreachable")
 
     return BabysitApp(
-        first_host, first_services[0],
+        first_host,
+        first_services[0],
         clock=lambda: NOW,
         transport_factory=lambda host, links: ConnectedTransport(),
         follower_factory=lambda transport: QuietFollower(first_services[0]),
@@ -353,7 +371,10 @@ async def test_rows_come_worst_first_and_each_host_only_marks_its_own() -> None:
         screen = fleet_of(app)
         rows = table_rows(screen)
         assert [r[0] for r in rows] == [
-            "gone/llama", "kpro5/dp-3", "b200-ct/embed", "b200-ct/qwen",
+            "gone/llama",
+            "kpro5/dp-3",
+            "b200-ct/embed",
+            "b200-ct/qwen",
             *(f"kpro5/dp-{i}" for i in (0, 1, 2, 4, 5, 6, 7)),
         ]
         assert [r[1] for r in rows[:4]] == ["UNKNOWN", "STALE", "DEAD", "STARTING"]
@@ -449,6 +470,7 @@ async def test_the_fleet_does_not_ask_while_a_host_screen_covers_it() -> None:
         assert screen.answers["kpro5"] > asked
 
 
-def test_fleet_screen_snapshot(utc: None, snap_compare: Any) -> None:
+@pytest.mark.usefixtures("utc")
+def test_fleet_screen_snapshot(snap_compare: Any) -> None:
     """Every verdict's colour, sparklines, ages, an unreachable host, the detail line."""
     assert snap_compare(make_app(), terminal_size=SIZE, run_before=answered)
