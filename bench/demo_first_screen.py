@@ -12,7 +12,7 @@ lets the fleet settle, and measures CPU over ``--seconds`` (default 60):
 Then presses ``q`` and times the exit. Figures, not a test; targets: first
 screen <= 2 s, babysit <= 10% of one core.
 
-    .venv/bin/python bench/demo_first_screen.py [--seconds 60] [--settle 3]
+    .venv/bin/python bench/demo_first_screen.py [--seconds 60] [--settle 3] [--json FILE]
 """
 
 from __future__ import annotations
@@ -79,6 +79,7 @@ def main() -> int:
     parser.add_argument(
         "--settle", type=float, default=3.0, help="seconds after LIVE before measuring"
     )
+    parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON to FILE")
     args = parser.parse_args()
     if shutil.which("tmux") is None:
         print("tmux is not installed", file=sys.stderr)
@@ -195,6 +196,26 @@ def measure(tmux: Tmux, command: str, base: Path, args: argparse.Namespace) -> i
     row(f"simulated servers ({len(sims)} running)", f"{pct(sims_used):6.2f} %", "   (not babysit)")
     row("load generator", f"{pct(load_used):6.2f} %", "   (not babysit)")
     row("exit after q", f"{exit_s:6.2f} s", f"   processes left: {len(left)}")
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "first_screen_s": first,
+                    "first_verdict_s": verdict,
+                    "live_s": live,
+                    "window_s": wall,
+                    "babysit_pct": babysit_pct,
+                    "tui_pct": pct(own),
+                    "agents_running_pct": pct(running),
+                    "agents_finished_pct": pct(finished),
+                    "sims": len(sims),
+                    "sims_pct": pct(sims_used),
+                    "load_pct": pct(load_used),
+                    "exit_s": exit_s,
+                    "processes_left": len(left),
+                }
+            )
+        )
     return 0 if not left else 1
 
 

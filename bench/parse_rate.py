@@ -15,7 +15,7 @@ Peak memory is each subprocess's ru_maxrss; the parser is also run on a
 tenth of the file to show its memory does not grow with the file. A figure,
 not a test: nothing here asserts a time.
 
-    .venv/bin/python bench/parse_rate.py [--lines N] [--repeat R] [--keep DIR]
+    .venv/bin/python bench/parse_rate.py [--lines N] [--repeat R] [--keep DIR] [--json FILE]
 """
 
 from __future__ import annotations
@@ -238,6 +238,7 @@ def main() -> int:
     parser.add_argument("--lines", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--keep", type=Path, help="write the log here and keep it")
+    parser.add_argument("--json", type=Path, help="also write the figures as JSON to FILE")
     parser.add_argument("--measure", help=argparse.SUPPRESS)
     parser.add_argument("--file", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--limit", type=int, help=argparse.SUPPRESS)
@@ -292,6 +293,20 @@ def main() -> int:
         else f"parser memory grew: {mib(small['rss'])} -> {mib(results['parser']['rss'])}"
     )
     print(f"metric lines and run events found by the parser: {int(results['parser']['found']):,}")
+    if args.json:
+        args.json.write_text(
+            json.dumps(
+                {
+                    "lines": args.lines,
+                    "repeat": args.repeat,
+                    "bytes": size,
+                    "target": TARGET,
+                    "results": results,
+                    "cli": cli,
+                    "small": small,
+                }
+            )
+        )
     return 0
 
 

@@ -3,12 +3,13 @@
 Prints the CPU time the sim (and its children) used while idle, as a percentage
 of one core. A figure, not a test: nothing here asserts a time.
 
-    .venv/bin/python bench/sim_idle.py [--engine sglang|vllm] [--tp N] [--seconds S]
+    .venv/bin/python bench/sim_idle.py [--engine sglang|vllm] [--tp N] [--seconds S] [--json FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import socket
 import subprocess
@@ -70,6 +71,7 @@ def main() -> int:
     parser.add_argument("--engine", default="sglang", choices=("sglang", "vllm"))
     parser.add_argument("--tp", type=int, default=1)
     parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON to FILE")
     args = parser.parse_args()
     port = free_port()
     with tempfile.TemporaryDirectory() as state, open(os.devnull, "wb") as sink:
@@ -108,6 +110,18 @@ def main() -> int:
         f"{args.engine} tp={args.tp} idle: {100 * used / wall:.3f}% of one core "
         f"({used * 1000:.1f} ms CPU over {wall:.1f} s)"
     )
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "engine": args.engine,
+                    "tp": args.tp,
+                    "pct_of_core": 100 * used / wall,
+                    "cpu_ms": used * 1000,
+                    "wall_s": wall,
+                }
+            )
+        )
     return 0
 
 
