@@ -196,3 +196,28 @@ def test_agent_frames_are_json_and_bytes(tmp_path: Path) -> None:
     assert data.payload == b"\x00\xff binary\nline\n"
     opened = next(f for f in frames if f.kind == "opened")
     assert json.loads(json.dumps(opened.fields))["inode"] == log.stat().st_ino
+
+
+def test_a_renamed_log_is_not_called_deleted(tmp_path: Path) -> None:
+    from tui.core.follow import FollowState
+
+    log = tmp_path / "a.log"
+    log.write_text("one\n")
+    frames = run_agent_steps(log, {"from_start": True}, [lambda: log.rename(tmp_path / "a.1")])
+    state = FollowState(str(log), "t")
+    rows = [row for frame in frames for row in state.handle(frame)]
+    events = [r.event for r in rows if hasattr(r, "event")]
+    assert events[-1].kind is EventKind.DELETED
+    assert events[-1].message.startswith(f"log renamed away: {log} no longer names inode")
+    assert state.file is not None and not state.file.deleted
+
+
+def test_a_deleted_log_is_called_deleted(tmp_path: Path) -> None:
+    from tui.core.follow import FollowState
+
+    log = tmp_path / "a.log"
+    log.write_text("one\n")
+    frames = run_agent_steps(log, {"from_start": True}, [log.unlink])
+    state = FollowState(str(log), "t")
+    events = [r.event for f in frames for r in state.handle(f) if hasattr(r, "event")]
+    assert events[-1].message.startswith(f"log deleted: {log} is gone; still reading inode")

@@ -147,17 +147,21 @@ class FollowState:
         return rows
 
     def _on_deleted(self, frame: Frame) -> list[Row]:
-        if self.file is not None:
-            self.file = replace(self.file, deleted=True)
+        """The path names no file now: deleted (no links left) or renamed away."""
         inode = frame.int("inode")
-        return [
-            self._event(
-                EventKind.DELETED,
-                f"log deleted: {self.path} is gone; "
-                f"still reading inode {inode}, which is held open",
-                inode=inode,
+        renamed = bool(frame.fields.get("links"))
+        if self.file is not None and not renamed:
+            self.file = replace(self.file, deleted=True)
+        if renamed:
+            message = (
+                f"log renamed away: {self.path} no longer names inode {inode}; "
+                "still reading it under its new name"
             )
-        ]
+        else:
+            message = (
+                f"log deleted: {self.path} is gone; still reading inode {inode}, which is held open"
+            )
+        return [self._event(EventKind.DELETED, message, inode=inode, renamed=renamed)]
 
     def _on_missing(self, frame: Frame) -> list[Row]:
         self.file = None

@@ -401,7 +401,8 @@ class Agent(object):
         if st is None:
             if not cur.deleted_said:
                 cur.deleted_said = True
-                self.out.frame("deleted", dev=cur.dev, inode=cur.inode)
+                links = os.fstat(cur.fd).st_nlink
+                self.out.frame("deleted", dev=cur.dev, inode=cur.inode, links=links)
             return
         if (st.st_dev, st.st_ino) == (cur.dev, cur.inode):
             return
