@@ -263,4 +263,8 @@ def live_records(directory: Path) -> list[SimRecord]:
             continue  # a half-written or foreign file is not a sim we can account for
         if alive(record.pid, record.start_ticks):
             records.append(record)
+        else:
+            # A sim that died without cleaning up (SIGKILL): forget it, so the registry
+            # does not grow with every sim ever started.
+            path.unlink(missing_ok=True)
     return records
