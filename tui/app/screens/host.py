@@ -98,7 +98,7 @@ STALE_INTERVALS = 3
 #: Below this many columns the launch pane steps aside unless it shows a problem.
 NARROW = 100
 #: Seconds between two redraws of the metrics pane while lines keep coming.
-METRICS_REDRAW = 0.5
+METRICS_REDRAW = 1.0
 WriterFollower = Callable[[int], "RowSource"]
 AnchorFollower = Callable[[LogCursor], "RowSource"]
 

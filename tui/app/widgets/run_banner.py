@@ -82,6 +82,7 @@ class RunBanner(Static):
         self._clock = clock
         self.assessment: Assessment | None = None
         self.shown_inode: int | None = None
+        self._text = ""
 
     def on_mount(self) -> None:
         self.set_interval(1.0, self.refresh_age)
@@ -99,4 +100,7 @@ class RunBanner(Static):
             return
         now = self._clock()
         self.set_class(now - self.assessment.checked_at > STALE_AFTER, "-old")
-        self.update(Content("\n".join(banner_lines(self.assessment, now, self.shown_inode))))
+        text = "\n".join(banner_lines(self.assessment, now, self.shown_inode))
+        if text != self._text:  # ages change once a second at most; skip a needless repaint
+            self._text = text
+            self.update(Content(text))
