@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
 from tui.core.sanitize import printable
-from tui.core.units import human_age, human_size
+from tui.core.units import human_age
 
 
 class Verdict(enum.Enum):
@@ -467,13 +467,6 @@ def _unreadable_note(probe: ServiceProbe) -> str:
         f"; {', '.join(parts)} looks like this service but its open files cannot be read "
         "by this user"
     )
-
-
-def summarize_sizes(log: LogState) -> str:
-    """``inode 5678 · 1.23 MiB`` for titles."""
-    if not log.exists:
-        return "missing"
-    return f"inode {log.inode} · {human_size(log.size or 0)}"
 
 
 def exit_status(assessments: Sequence[Assessment]) -> int:
