@@ -395,3 +395,25 @@ def test_speculative_decoding_is_recognised(argv: list[str], expected: str | Non
 )
 def test_same(left: object, right: object, expected: bool) -> None:
     assert same(left, right) is expected
+
+
+def test_sglang_printing_nextn_as_eagle_is_not_a_change() -> None:
+    from tui.core.launch import FlagStatus, launch_diff, parse_reported
+
+    argv = [
+        "python3",
+        "-m",
+        "sglang.launch_server",
+        "--model-path",
+        "M",
+        "--speculative-algorithm",
+        "NEXTN",
+    ]
+    reported = parse_reported(
+        "[2026-05-09 09:20:06] server_args=ServerArgs(model_path='M', "
+        "speculative_algorithm='EAGLE')"
+    )
+    diff = launch_diff(argv, argv, reported)
+    row = next(r for r in diff.rows if r.flag == "--speculative-algorithm")
+    assert row.status is FlagStatus.SAME
+    assert diff.changed == ()

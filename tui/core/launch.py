@@ -595,12 +595,25 @@ class _Sources:
     @staticmethod
     def _against_report(wanted: Flag, reported: object) -> tuple[FlagStatus, FlagChange | None]:
         goal = wanted.value()
-        if same(goal, reported):
+        if same(goal, reported) or _same_algorithm(wanted.name, goal, reported):
             return FlagStatus.SAME, None
         if is_off(reported) and not is_off(goal):
             return FlagStatus.MISSING, None
         change = FlagChange(wanted.name, wanted.text, _text(reported), Source.REPORTED)
         return FlagStatus.CHANGED, change
+
+
+#: Speculative algorithms a server prints under another name: SGLang runs NEXTN
+#: as EAGLE and prints ``speculative_algorithm='EAGLE'`` (server_args.py).
+ALGORITHM_ALIASES = {"NEXTN": "EAGLE"}
+
+
+def _same_algorithm(name: str, goal: object, reported: object) -> bool:
+    if not name.endswith("speculative-algorithm"):
+        return False
+    if not isinstance(goal, str) or not isinstance(reported, str):
+        return False
+    return ALGORITHM_ALIASES.get(goal.upper(), goal.upper()) == reported.upper()
 
 
 def same(left: object, right: object) -> bool:
