@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import sys
 
 from tui.cli import add_config_option, add_json_option
+from tui.commands import say
 from tui.commands.ui import resolve
 from tui.config import Host, Service, load_config
 from tui.errors import UsageError
@@ -45,13 +44,6 @@ def run(args: argparse.Namespace) -> int:
     host, service = resolve(config, host_name, service_name or None)
     grace = args.grace if args.grace is not None else service.stop_grace
     return asyncio.run(_kill(host, service, args.pid, grace, json_out=args.json))
-
-
-def say(json_out: bool, kind: str, message: str, **data: object) -> None:
-    if json_out:
-        print(json.dumps({"type": kind, "message": message, **data}), flush=True)
-    else:
-        print(f"babysit: {message}", file=sys.stderr, flush=True)
 
 
 async def _kill(host: Host, service: Service, pid: int, grace: float, *, json_out: bool) -> int:

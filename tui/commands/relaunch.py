@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import shlex
-import sys
 
 from tui.cli import add_config_option, add_json_option
+from tui.commands import say
 from tui.commands.ui import resolve
 from tui.config import Host, Service, load_config
 from tui.ops.kill import KillTarget, kill_run, outcome_of
@@ -52,13 +51,6 @@ def run(args: argparse.Namespace) -> int:
     host_name, _, service_name = args.target.partition("/")
     host, service = resolve(config, host_name, service_name or None)
     return asyncio.run(_relaunch(host, service, args))
-
-
-def say(json_out: bool, kind: str, message: str, **data: object) -> None:
-    if json_out:
-        print(json.dumps({"type": kind, "message": message, **data}), flush=True)
-    else:
-        print(f"babysit: {message}", file=sys.stderr, flush=True)
 
 
 async def _relaunch(host: Host, service: Service, args: argparse.Namespace) -> int:

@@ -764,9 +764,9 @@ def listening_sockets():
     return found
 
 
-def listening_inodes(port, sockets=None):
+def listening_inodes(port):
     """Inodes of TCP sockets listening on ``port`` (any address, v4 or v6)."""
-    return (sockets if sockets is not None else listening_sockets()).get(port, set())
+    return listening_sockets().get(port, set())
 
 
 def line_time(line, year_hint):
@@ -1310,10 +1310,29 @@ def port_owners(port):
     return owners or ["unknown (not readable)"]
 
 
-def nvidia_smi_csv():
-    """The raw CSV of the two nvidia-smi queries babysit reads, or None without nvidia-smi."""
+def nvidia_smi(*args):
+    """(exit status, stdout, stderr) of one nvidia-smi query; 127 when it cannot run."""
     import subprocess
 
+    try:
+        done = subprocess.run(
+            ["nvidia-smi", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as error:
+        return 127, "", str(error)
+    return (
+        done.returncode,
+        done.stdout.decode("utf-8", "replace"),
+        done.stderr.decode("utf-8", "replace"),
+    )
+
+
+def nvidia_smi_csv():
+    """The raw CSV of the two nvidia-smi queries babysit reads (statuses and errors too)."""
     out = {}
     for name, query in (
         (
@@ -1323,47 +1342,22 @@ def nvidia_smi_csv():
         ),
         ("apps", "--query-compute-apps=pid,used_memory"),
     ):
-        try:
-            done = subprocess.run(
-                ["nvidia-smi", query, "--format=csv,noheader,nounits"],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                timeout=10,
-                check=False,
-            )
-        except (OSError, subprocess.SubprocessError) as error:
-            out[name + "_status"] = 127
-            out[name + "_error"] = str(error)
-            out[name] = ""
-            continue
-        out[name + "_status"] = done.returncode
-        out[name + "_error"] = done.stderr.decode("utf-8", "replace").strip()[-300:]
-        out[name] = done.stdout.decode("utf-8", "replace")
+        status, stdout, stderr = nvidia_smi(query, "--format=csv,noheader,nounits")
+        out[name + "_status"] = status
+        out[name + "_error"] = stderr.strip()[-300:]
+        out[name] = stdout
     return out
 
 
 def gpu_apps():
     """[{pid, used_mib, gpu_uuid}] from nvidia-smi, or None when it is not there."""
-    import subprocess
-
-    try:
-        out = subprocess.run(
-            [
-                "nvidia-smi",
-                "--query-compute-apps=pid,used_memory,gpu_uuid",
-                "--format=csv,noheader,nounits",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            timeout=10,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if out.returncode != 0:
+    status, stdout, _ = nvidia_smi(
+        "--query-compute-apps=pid,used_memory,gpu_uuid", "--format=csv,noheader,nounits"
+    )
+    if status != 0:
         return None
     apps = []
-    for line in out.stdout.decode("utf-8", "replace").splitlines():
+    for line in stdout.splitlines():
         parts = [p.strip() for p in line.split(",")]
         if len(parts) >= 2 and parts[0].isdigit():
             used = int(parts[1]) if parts[1].isdigit() else None
@@ -1496,22 +1490,11 @@ def preflight(args):
 
 
 def gpu_uuids(indexes):
-    import subprocess
-
     if not indexes:
         return {}
-    try:
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=index,uuid", "--format=csv,noheader"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            timeout=10,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return {}
+    _, stdout, _ = nvidia_smi("--query-gpu=index,uuid", "--format=csv,noheader")
     found = {}
-    for line in out.stdout.decode("utf-8", "replace").splitlines():
+    for line in stdout.splitlines():
         parts = [p.strip() for p in line.split(",")]
         if len(parts) == 2 and parts[0].isdigit() and int(parts[0]) in indexes:
             found[parts[0]] = parts[1]

@@ -240,11 +240,11 @@ class SshLink:
     def _known_hosts_path(self) -> Path:
         return Path(self.endpoint.known_hosts or "~/.ssh/known_hosts").expanduser()
 
-    def _host_patterns(self) -> tuple[str, str]:
+    def _known_hosts_name(self) -> str:
+        """The host as known_hosts writes it: ``host``, or ``[host]:port`` off port 22."""
         ep = self.endpoint
         port = ep.port or 22
-        name = ep.host if port == 22 else f"[{ep.host}]:{port}"
-        return name, ep.host
+        return ep.host if port == 22 else f"[{ep.host}]:{port}"
 
     def _host_listed(self) -> bool:
         """Whether known_hosts lists any key for this host (then a mismatch is a change)."""
@@ -275,14 +275,14 @@ class SshLink:
             raise HostUnreachable(f"{self.name}: could not read the server's host key")
         path = self._known_hosts_path()
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        name, _ = self._host_patterns()
+        name = self._known_hosts_name()
         public = key.export_public_key("openssh").decode().split()
         with path.open("a", encoding="utf-8") as out:
             out.write(f"{name} {public[0]} {public[1]}\n")
 
     async def _host_key_error(self) -> HostKeyError:
         path = self._known_hosts_path()
-        name, _ = self._host_patterns()
+        name = self._known_hosts_name()
         key = await self._server_key()
         offered = f"{key.get_algorithm()} {key.get_fingerprint()}" if key else "a key"
         port = self.endpoint.port or 22
