@@ -5,7 +5,9 @@ the real one does, answers the real errors (an unknown vmid gets
 ``Configuration file 'nodes/<node>/lxc/<vmid>.conf' does not exist``, exit 255),
 and then runs the command with the argv it was given, stdin and all, as
 ``lxc-attach`` would. Containers exist when ``$BABYSIT_PCT_ROOT/nodes/<node>/lxc/<vmid>.conf``
-does; ``<vmid>.stopped`` beside it makes the container "not running".
+does; ``<vmid>.stopped`` beside it makes the container "not running". Each
+command it starts is listed in ``<vmid>.procs`` (pid and start ticks), so that
+stopping the container can end them all, as ``pct stop`` does.
 
 Only ``exec`` is implemented: babysit uses nothing else.
 """
@@ -24,6 +26,12 @@ CLEAN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 def die(message: str) -> None:
     sys.stderr.write(message if message.endswith("\n") else message + "\n")
     sys.exit(255)
+
+
+def start_ticks(pid: int) -> str:
+    """Field 22 of /proc/PID/stat: with the pid, names one process for good."""
+    with open(f"/proc/{pid}/stat", "rb") as stat:
+        return stat.read().rsplit(b")", 1)[1].split()[19].decode()
 
 
 def main(argv: list[str]) -> None:
@@ -73,6 +81,8 @@ def main(argv: list[str]) -> None:
     if not command:
         die("missing command")
     env = dict(os.environ) if keep_env else {"PATH": CLEAN_PATH, "HOME": "/root", "TERM": "dumb"}
+    with open(os.path.join(root, "nodes", node, "lxc", f"{vmid}.procs"), "a") as procs:
+        procs.write(f"{os.getpid()} {start_ticks(os.getpid())}\n")
     try:
         os.execvpe(command[0], command, env)
     except OSError as error:

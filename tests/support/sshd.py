@@ -94,8 +94,27 @@ class Sshd:
         stop_marker = lxc / f"{vmid}.stopped"
         if stopped:
             stop_marker.write_text("")
+            self._end_container_processes(lxc / f"{vmid}.procs")
         elif stop_marker.exists():
             stop_marker.unlink()
+
+    @staticmethod
+    def _end_container_processes(procs: Path) -> None:
+        """SIGKILL every process the stand-in started in the container, with its
+        children, as stopping a real container does (each checked by start time)."""
+        if not procs.exists():
+            return
+        for line in procs.read_text().splitlines():
+            pid, ticks = line.split()
+            with contextlib.suppress(psutil.Error, OSError, IndexError):
+                stat = Path(f"/proc/{pid}/stat").read_bytes()
+                if stat.rsplit(b")", 1)[1].split()[19].decode() != ticks:
+                    continue  # gone, and the pid is someone else's now
+                process = psutil.Process(int(pid))
+                for member in [*process.children(recursive=True), process]:
+                    with contextlib.suppress(psutil.Error):
+                        member.kill()
+        procs.unlink()
 
     def host_yaml(self, name: str, **options: object) -> str:
         """A hosts.yaml host entry reaching this sshd (``options`` override keys)."""

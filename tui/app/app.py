@@ -33,7 +33,7 @@ from tui.core.report import ServiceReport
 from tui.core.runs import Assessment
 from tui.remote import SshLinks, Transport, open_transport
 from tui.remote.follow import Follower
-from tui.remote.probe import report_host
+from tui.remote.probe import APPS_MAX_AGE, ProbeChannel, report_host
 
 #: Lines shown from before the app started.
 DEFAULT_TAIL = 500
@@ -99,6 +99,7 @@ class BabysitApp(App[int]):
         self.fleet = fleet
         self._fleet_report = fleet_report or self._report
         self._transports: dict[str, Transport] = {}
+        self._channels: dict[str, ProbeChannel] = {}
 
     def _transport(self, host: Host) -> Transport:
         """One transport per host, shared by the fleet's refreshes and its host screen."""
@@ -106,15 +107,39 @@ class BabysitApp(App[int]):
             self._transports[host.name] = self._transport_factory(host, self.links)
         return self._transports[host.name]
 
+    def _channel(self, host: Host) -> ProbeChannel:
+        """One long-lived probe agent per host, shared by the fleet and its host screens."""
+        if host.name not in self._channels:
+            self._channels[host.name] = ProbeChannel(self._transport(host))
+        return self._channels[host.name]
+
     async def _report(self, host: Host, services: Sequence[Service]) -> list[ServiceReport]:
-        return await report_host(self._transport(host), host, services, tail_bytes=FLEET_TAIL)
+        transport = self._transport(host)
+        return await report_host(
+            transport,
+            host,
+            services,
+            tail_bytes=FLEET_TAIL,
+            channel=self._channel(host),
+            apps_max_age=APPS_MAX_AGE,
+        )
 
     def _follower(self, transport: Transport) -> RowSource:
         return Follower(transport, self.service.log, label=self.service.label, start=self.start)
 
     def _probe(self, transport: Transport) -> Callable[[], Awaitable[Assessment | ServiceReport]]:
+        host, service = self.host, self.service
+        channel = self._channel(host)
+
         async def probe() -> ServiceReport:
-            (report,) = await report_host(transport, self.host, [self.service], tail_bytes=0)
+            (report,) = await report_host(
+                transport,
+                host,
+                [service],
+                tail_bytes=0,
+                channel=channel,
+                apps_max_age=APPS_MAX_AGE,
+            )
             return report
 
         return probe
@@ -214,4 +239,6 @@ class BabysitApp(App[int]):
                 yield SystemCommand(title, help_text, partial(screen.run_action, action))
 
     async def on_unmount(self) -> None:
+        for channel in self._channels.values():
+            await channel.close()
         await self.links.close()

@@ -19,6 +19,7 @@ Invariants:
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 import re
@@ -244,15 +245,23 @@ class AppsQuery:
     apps: tuple[ComputeApp, ...]
     problem: GpuProblem | None = None
     detail: str = ""
+    #: When nvidia-smi listed them (host clock), where known: a list may be reused
+    #: for a few seconds while it provably holds (see the agent's gpu_readings).
+    read_at: float | None = None
 
 
 def read_apps(
-    exit_status: int | None, stdout: str, stderr: str = "", fields: Sequence[str] = APPS_FIELDS
+    exit_status: int | None,
+    stdout: str,
+    stderr: str = "",
+    fields: Sequence[str] = APPS_FIELDS,
+    *,
+    read_at: float | None = None,
 ) -> AppsQuery:
     """Read the output of :data:`APPS_QUERY`. ``No running processes found`` is no apps."""
     problem = _problem(exit_status, f"{stderr}\n{stdout}" if exit_status else stderr)
     if problem is not None:
-        return AppsQuery((), *problem)
+        return AppsQuery((), *problem, read_at=read_at)
     columns, rows = _rows(stdout, fields)
     apps = []
     for cells in rows:
@@ -262,7 +271,7 @@ def read_apps(
         except (KeyError, ValueError):
             continue
         apps.append(ComputeApp(pid, _measure(row.get("used_memory", ""))))
-    return AppsQuery(tuple(apps))
+    return AppsQuery(tuple(apps), read_at=read_at)
 
 
 class Attribution(enum.Enum):
@@ -296,6 +305,8 @@ class ServiceGpus:
     memory: float | None
     note: str
     problem: GpuProblem | None = None
+    #: When the GPU process list the tie rests on was read (None: not known).
+    apps_read_at: float | None = None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -305,6 +316,7 @@ class ServiceGpus:
             "memory": self.memory,
             "note": self.note,
             "problem": None if self.problem is None else self.problem.value,
+            "apps_read_at": self.apps_read_at,
         }
 
 
@@ -315,6 +327,16 @@ def attribute(
     service_gpus: Sequence[int] = (),
 ) -> ServiceGpus:
     """Tie nvidia-smi's view to one service by PID (``service_pids``: the run's processes)."""
+    tied = _attribute(query, apps, service_pids, service_gpus)
+    return dataclasses.replace(tied, apps_read_at=apps.read_at if apps is not None else None)
+
+
+def _attribute(
+    query: GpuQuery,
+    apps: AppsQuery | None,
+    service_pids: Collection[int],
+    service_gpus: Sequence[int],
+) -> ServiceGpus:
     wanted = set(service_gpus)
     gpus = tuple(g for g in query.gpus if not wanted or g.index in wanted)
     untied = _cannot_tie(query, apps, service_pids, gpus, wanted)

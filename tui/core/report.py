@@ -135,6 +135,7 @@ def build_report(
             _int(csv.get("apps_status")),
             str(csv.get("apps") or ""),
             str(csv.get("apps_error") or ""),
+            read_at=_float(csv.get("apps_at")),
         )
         gpus = attribute(query, apps, run.pids if run else (), gpu_indexes)
         for label, values in gpu_values(gpus.gpus).items():
@@ -151,3 +152,7 @@ def build_report(
 
 def _int(value: object) -> int | None:
     return value if isinstance(value, int) else None
+
+
+def _float(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

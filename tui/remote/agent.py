@@ -25,6 +25,11 @@ Invariants: data frames of one file are contiguous (each starts where the last
 ended) unless a ``truncated`` frame comes between; before switching to a new
 file at the path, the old one is read to its end; the agent exits when its
 stdin or stdout closes, so it dies with its channel.
+
+With ``{"mode": "probe"}`` it instead prints one JSON answer to "which run is
+this?" for the services asked about and exits; with ``{"mode":
+"serve-probes"}`` it stays and answers one such request per line of stdin, so a
+refresh every few seconds costs no new python3 (nor, over SSH, a new session).
 """
 
 import ctypes
@@ -685,7 +690,7 @@ def process_table():
     return table
 
 
-def user_name(uid, cache={}):  # noqa: B006 - a deliberate per-run cache
+def user_name(uid, cache={}):  # noqa: B006 - a deliberate per-agent cache
     if uid is None:
         return None
     if uid not in cache:
@@ -1032,13 +1037,6 @@ class ProcessView(object):
         self._files = {}
         self._links = {}
         self._listening = None
-        self._nvidia = None
-
-    def nvidia_smi(self):
-        """nvidia-smi's readings, asked once per probe however many services want them."""
-        if self._nvidia is None:
-            self._nvidia = nvidia_smi_csv()
-        return self._nvidia
 
     def listening(self, port):
         if self._listening is None:
@@ -1207,13 +1205,20 @@ def probe_service(view, service):
         "record": record,
         "record_state": record_state,
         "health": health,
-        "gpu_csv": view.nvidia_smi() if service.get("gpus") is not None else None,
+        "gpu_csv": None,  # filled in by probe(), once for all services
         "prometheus": http_text(service["port"]) if service.get("prometheus") else None,
     }
 
 
 def probe(args):
     view = ProcessView()
+    services = args.get("services", [])
+    entries = [probe_service(view, service) for service in services]
+    wanting = [entries[i] for i, s in enumerate(services) if s.get("gpus") is not None]
+    if wanting:
+        readings = gpu_readings(view, entries, float(args.get("apps_max_age") or 0))
+        for entry in wanting:
+            entry["gpu_csv"] = readings
     return {
         "boot_id": view.boot_id,
         "boot_time": view.btime,
@@ -1221,8 +1226,54 @@ def probe(args):
         "utc_offset": time.localtime().tm_gmtoff,
         "uid": os.getuid(),
         "hostname": os.uname()[1],
-        "services": [probe_service(view, service) for service in args.get("services", [])],
+        "services": entries,
     }
+
+
+#: The last --query-compute-apps reading of this (long-lived) agent, see gpu_readings.
+APPS_SEEN = {}
+
+
+def gpu_readings(view, entries, apps_max_age):
+    """nvidia-smi's readings, asked once per probe however many services want them.
+
+    The GPU query runs every time. The process list may be the last one, when the
+    caller allows it (``apps_max_age`` seconds) and it provably still holds: every
+    process it lists is alive (same start time) and visible here, and every
+    process of the runs found now had started before it was read, so none of them
+    can be missing from it for having started since. ``apps_at`` says when it was
+    read.
+    """
+    out = nvidia_smi_csv(apps=False)
+    now = time.time()
+    seen = APPS_SEEN.get("reading")
+    if seen is not None and apps_max_age > 0 and now - seen["apps_at"] <= apps_max_age:
+        listed_alive = all(
+            pid in view.table and view.table[pid]["start_ticks"] == ticks
+            for pid, ticks in seen["listed"]
+        )
+        # start_time rests on the boot time in whole seconds: allow for it.
+        runs_older = all(
+            member["start_time"] <= seen["apps_at"] - 2.0
+            for entry in entries
+            for run in entry["runs"]
+            for member in [run, *run["members"]]
+        )
+        if listed_alive and runs_older:
+            out.update(seen["csv"])
+            return out
+    csv = nvidia_smi_csv(gpus=False)
+    csv["apps_at"] = now
+    listed = []
+    for line in csv["apps"].splitlines():
+        first = line.split(",", 1)[0].strip()
+        if first.isdigit() and int(first) in view.table:
+            listed.append((int(first), view.table[int(first)]["start_ticks"]))
+        elif first.isdigit():
+            listed.append((int(first), None))  # a pid we cannot see: never reused
+    APPS_SEEN["reading"] = {"apps_at": now, "csv": csv, "listed": listed}
+    out.update(csv)
+    return out
 
 
 # ====================================================================== actions
@@ -1331,17 +1382,20 @@ def nvidia_smi(*args):
     )
 
 
-def nvidia_smi_csv():
-    """The raw CSV of the two nvidia-smi queries babysit reads (statuses and errors too)."""
+def nvidia_smi_csv(gpus=True, apps=True):
+    """The raw CSV of the nvidia-smi queries babysit reads (statuses and errors too)."""
     out = {}
-    for name, query in (
+    queries = (
         (
             "gpus",
             "--query-gpu=index,name,power.draw,power.limit,utilization.gpu,"
             "memory.used,memory.total,temperature.gpu",
         ),
         ("apps", "--query-compute-apps=pid,used_memory"),
-    ):
+    )
+    for name, query in queries:
+        if not (gpus if name == "gpus" else apps):
+            continue
         status, stdout, stderr = nvidia_smi(query, "--format=csv,noheader,nounits")
         out[name + "_status"] = status
         out[name + "_error"] = stderr.strip()[-300:]
@@ -1596,6 +1650,27 @@ def launch(args):
     return 0
 
 
+def serve_probes():
+    """Answer probe requests, one JSON line each on stdin, with one JSON line each on
+    stdout, until stdin closes. Each answer is a fresh look: nothing is kept between
+    requests but the uid→name cache. A request that fails is answered with
+    ``{"error": ...}`` and the agent waits for the next one."""
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    while True:
+        line = stdin.readline()
+        if not line:
+            return 0
+        try:
+            answer = probe(json.loads(line.decode("utf-8")))
+        except Exception as error:
+            answer = {"error": "%s: %s" % (type(error).__name__, error)}
+        try:
+            stdout.write(json.dumps(answer).encode("utf-8") + b"\n")
+            stdout.flush()
+        except OSError:  # the reader is gone
+            return 0
+
+
 def main(argv):
     args = json.loads(argv[0])
     mode = args.get("mode")
@@ -1603,6 +1678,8 @@ def main(argv):
         sys.stdout.write(json.dumps(probe(args)))
         sys.stdout.write("\n")
         return 0
+    if mode == "serve-probes":
+        return serve_probes()
     if mode in ACTIONS:
         return ACTIONS[mode](args)
     out = Output(sys.stdout.buffer)

@@ -29,7 +29,7 @@ class PctTransport(SshTransport):
         super().__init__(link, prefix=("pct", "exec", str(vmid), "--"), hops=(f"pct exec {vmid}",))
         self.vmid = vmid
 
-    def _check(self, completed: Completed) -> Completed:
+    def check(self, completed: Completed) -> Completed:
         """Raise when pct, not the command, failed."""
         err = completed.stderr
         node = self.link.endpoint.host
@@ -49,4 +49,4 @@ class PctTransport(SshTransport):
     async def run(
         self, argv: Sequence[str], *, timeout: float, stdin: bytes | None = None
     ) -> Completed:
-        return self._check(await super().run(argv, timeout=timeout, stdin=stdin))
+        return self.check(await super().run(argv, timeout=timeout, stdin=stdin))

@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 
 from tui.config import Engine, Host, MetricsSource, Service
 from tui.core.report import ProbeDetails, ServiceReport, build_report
 from tui.core.runs import Assessment, ServiceProbe, assess, unknown
-from tui.errors import TransportError
+from tui.errors import CommandTimeout, TransportError
 from tui.remote.follow import agent_argv
-from tui.remote.transport import Transport
+from tui.remote.transport import Completed, RemoteProcess, Transport
 
 PROBE_TIMEOUT = 20.0
+#: Seconds a refresh may reuse the agent's last GPU process list (see probe_request):
+#: nvidia-smi costs tens of ms of CPU per run, and that list changes only when runs do.
+APPS_MAX_AGE = 10.0
 #: Bytes of the log's end a report reads for its metrics (a few minutes of stats lines).
 REPORT_TAIL = 256 * 1024
 
@@ -36,12 +42,19 @@ def host_state_dir() -> str:
 
 
 def probe_request(
-    services: Sequence[Service], *, tail_bytes: int = 0, gpus: bool = False
+    services: Sequence[Service],
+    *,
+    tail_bytes: int = 0,
+    gpus: bool = False,
+    apps_max_age: float = 0.0,
 ) -> dict[str, object]:
     """The agent's probe arguments; ``tail_bytes`` > 0 also brings back the log's tail
-    and nvidia-smi's readings (for reports, not for the 2 s verdict refresh)."""
+    and nvidia-smi's readings (for reports, not for the 2 s verdict refresh).
+    ``apps_max_age`` lets a long-lived agent reuse its last list of GPU processes for
+    that many seconds while it provably still holds (the GPU readings are always new)."""
     return {
         "mode": "probe",
+        "apps_max_age": apps_max_age,
         "services": [
             {
                 "tail_bytes": tail_bytes,
@@ -61,11 +74,116 @@ def probe_request(
     }
 
 
+class _AgentGone(Exception):
+    """The long-lived agent ended between two requests."""
+
+
+@dataclass
+class _Agent:
+    """One running serve-probes agent: its stream, its stdout, unread bytes."""
+
+    stack: contextlib.AsyncExitStack
+    process: RemoteProcess
+    chunks: AsyncIterator[bytes]
+    buffer: bytes = b""
+
+
+class ProbeChannel:
+    """One long-lived probe agent on a host, asked again at every refresh.
+
+    Starting python3 (and, over SSH, a session) for each refresh costs more than
+    the probe itself; this agent instead waits on its stdin for the next request
+    and answers each with one line. Requests are answered one at a time, in
+    order. Any failure (a lost link, a timeout, a cancelled request, an agent that
+    died) ends the agent, and the next request starts a fresh one, so an answer is
+    never matched to the wrong question. Nothing is cached between answers.
+    """
+
+    def __init__(self, transport: Transport) -> None:
+        self.transport = transport
+        self._lock = asyncio.Lock()
+        self._agent: _Agent | None = None
+        #: Agents started so far (1 while all goes well).
+        self.starts = 0
+
+    async def ask(self, request: dict[str, object], *, timeout: float) -> Completed:
+        """The agent's answer to ``request`` as a finished command: exit status 0 and
+        one JSON line, or the status and stderr of an agent that died."""
+        async with self._lock:
+            try:
+                return await asyncio.wait_for(self._ask(request), timeout)
+            except asyncio.TimeoutError:
+                await self._end()
+                raise CommandTimeout(
+                    f"{self.transport.chain_text}: the probe did not answer within "
+                    f"{timeout:g} s and was ended"
+                ) from None
+            except BaseException:
+                await self._end()
+                raise
+
+    async def _ask(self, request: dict[str, object]) -> Completed:
+        line = json.dumps(request, separators=(",", ":")).encode() + b"\n"
+        if self._agent is not None:
+            # An agent that ended since the last answer (its container stopped, someone
+            # killed it) is started again; what a fresh one says is the answer.
+            try:
+                return await self._exchange(self._agent, line, fresh=False)
+            except _AgentGone:
+                await self._end()
+        return await self._exchange(await self._start(), line, fresh=True)
+
+    async def _exchange(self, agent: _Agent, line: bytes, *, fresh: bool) -> Completed:
+        try:
+            await agent.process.write(line)
+        except TransportError:
+            # Its channel is closed: the agent ended (or the link did; reading says which).
+            if not fresh:
+                raise _AgentGone from None
+        while b"\n" not in agent.buffer:
+            chunk = await anext(agent.chunks, b"")
+            if not chunk:  # the agent is gone: say why, as a one-shot run would
+                if not fresh and not agent.buffer:
+                    raise _AgentGone
+                stderr = await agent.process.read_stderr()
+                status = await agent.process.wait()
+                await self._end()
+                return self.transport.check(
+                    Completed(("probe",), status if status is not None else -1, b"", stderr)
+                )
+            agent.buffer += chunk
+        answer, _, agent.buffer = agent.buffer.partition(b"\n")
+        return Completed(("probe",), 0, answer, b"")
+
+    async def _start(self) -> _Agent:
+        stack = contextlib.AsyncExitStack()
+        argv = agent_argv(self.transport, {"mode": "serve-probes"})
+        process = await stack.enter_async_context(self.transport.stream(argv, stdin=True))
+        self._agent = _Agent(stack, process, aiter(process.chunks()))
+        self.starts += 1
+        return self._agent
+
+    async def _end(self) -> None:
+        agent, self._agent = self._agent, None
+        if agent is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(agent.stack.aclose())
+
+    async def close(self) -> None:
+        """End the agent (it exits when its stdin closes)."""
+        async with self._lock:
+            await self._end()
+
+
 async def probe_host(
-    transport: Transport, host: Host, services: Sequence[Service] | None = None
+    transport: Transport,
+    host: Host,
+    services: Sequence[Service] | None = None,
+    *,
+    channel: ProbeChannel | None = None,
 ) -> list[Assessment]:
     """Assess ``services`` (default: all of the host's) in one round trip."""
-    return [a for a, _ in await _probe(transport, host, services, tail_bytes=0)]
+    return [a for a, _ in await _probe(transport, host, services, tail_bytes=0, channel=channel)]
 
 
 async def report_host(
@@ -75,12 +193,23 @@ async def report_host(
     *,
     tail_bytes: int = REPORT_TAIL,
     gpus: bool = True,
+    channel: ProbeChannel | None = None,
+    apps_max_age: float = 0.0,
 ) -> list[ServiceReport]:
-    """Verdict, metrics, launch diff, GPUs and hints for ``services``, in one round trip."""
+    """Verdict, metrics, launch diff, GPUs and hints for ``services``, in one round trip
+    (through ``channel``'s long-lived agent when given, else a one-shot agent)."""
     reports = []
     chosen = list(services if services is not None else host.services.values())
     for (assessment, details), service in zip(
-        await _probe(transport, host, chosen, tail_bytes=tail_bytes, gpus=gpus),
+        await _probe(
+            transport,
+            host,
+            chosen,
+            tail_bytes=tail_bytes,
+            gpus=gpus,
+            channel=channel,
+            apps_max_age=apps_max_age,
+        ),
         chosen,
         strict=True,
     ):
@@ -103,16 +232,19 @@ async def _probe(
     *,
     tail_bytes: int,
     gpus: bool = False,
+    channel: ProbeChannel | None = None,
+    apps_max_age: float = 0.0,
 ) -> list[tuple[Assessment, ProbeDetails]]:
     chosen = list(services if services is not None else host.services.values())
     if not chosen:
         return []
     none = ProbeDetails()
+    request = probe_request(chosen, tail_bytes=tail_bytes, gpus=gpus, apps_max_age=apps_max_age)
     try:
-        result = await transport.run(
-            agent_argv(transport, probe_request(chosen, tail_bytes=tail_bytes, gpus=gpus)),
-            timeout=PROBE_TIMEOUT,
-        )
+        if channel is not None:
+            result = await channel.ask(request, timeout=PROBE_TIMEOUT)
+        else:
+            result = await transport.run(agent_argv(transport, request), timeout=PROBE_TIMEOUT)
     except TransportError as error:
         now = time.time()
         return [(unknown(host.name, s.name, error.message, now), none) for s in chosen]
@@ -126,6 +258,11 @@ async def _probe(
         ]
     try:
         data = json.loads(result.stdout)
+        if "error" in data:
+            return [
+                (unknown(host.name, s.name, f"the probe failed: {data['error']}", now), none)
+                for s in chosen
+            ]
         by_name = {entry["name"]: entry for entry in data["services"]}
         out = []
         for s in chosen:

@@ -136,6 +136,11 @@ class Transport(abc.ABC):
         does).
         """
 
+    def check(self, completed: Completed) -> Completed:
+        """``completed``, or the :class:`~tui.errors.TransportError` it really is when the
+        way to the host failed rather than the command (pct: a stopped container)."""
+        return completed
+
     def status_text(self) -> str:
         """The connection's state in a few words (``connected``, ``reconnecting in 4 s``)."""
         return "local"

@@ -1,0 +1,267 @@
+"""The long-lived probe agent: one agent (and one SSH session) answers refresh after
+refresh, and any failure costs one answer, never a wrong one."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shlex
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from support.servers import REPO, Server, free_port
+from support.sshd import Sshd
+
+from tui.config import Service, parse_config
+from tui.core.gpu import Attribution
+from tui.core.runs import Verdict
+from tui.errors import TransportError
+from tui.remote import SshLinks, open_transport
+from tui.remote.probe import ProbeChannel, probe_host, probe_request, report_host
+from tui.remote.transport import Transport
+
+READY = "The server is fired up and ready to roll!"
+
+
+@pytest.fixture
+def servers() -> Iterator[list[Server]]:
+    started: list[Server] = []
+    yield started
+    for server in started:
+        server.kill()
+
+
+def services_for(tmp_path: Path, *names: str) -> list[Service]:
+    """Services whose logs are ``tmp_path/NAME.log`` (the log need not exist)."""
+    lines = "".join(
+        f"      {n}: {{engine: vllm, log: {json.dumps(str(tmp_path / (n + '.log')))}}}\n"
+        for n in names
+    )
+    text = f"hosts:\n  gpu:\n    local: true\n    services:\n{lines}"
+    return list(parse_config(text).hosts["gpu"].services.values())
+
+
+def serving_agents() -> list[psutil.Process]:
+    """Live probe agents in serve mode on this machine (ours, whatever the transport)."""
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        cmdline = process.info["cmdline"] or []
+        if cmdline and "serve-probes" in cmdline[-1] and "babysit-agent" in " ".join(cmdline):
+            found.append(process)
+    return found
+
+
+async def ask_names(channel: ProbeChannel, services: list[Service]) -> list[str]:
+    answer = await channel.ask(probe_request(services), timeout=20)
+    assert answer.ok, answer.stderr
+    return [entry["name"] for entry in json.loads(answer.stdout)["services"]]
+
+
+async def test_one_agent_answers_every_refresh_and_ends_on_close(
+    transport: Transport, tmp_path: Path
+) -> None:
+    services = services_for(tmp_path, "a", "b", "c")
+    before = {p.pid for p in serving_agents()}
+    channel = ProbeChannel(transport)
+    try:
+        for chosen in (services, services[1:], services[:1], services):
+            assert await ask_names(channel, chosen) == [s.name for s in chosen]
+        assert channel.starts == 1
+        mine = [p for p in serving_agents() if p.pid not in before]
+        assert len(mine) == 1
+    finally:
+        await channel.close()
+    psutil.wait_procs(mine, timeout=5)
+    assert not any(p.is_running() for p in mine), "the agent outlived its channel"
+
+
+async def test_an_agent_killed_between_refreshes_is_started_again(
+    transport: Transport, tmp_path: Path
+) -> None:
+    services = services_for(tmp_path, "a")
+    before = {p.pid for p in serving_agents()}
+    channel = ProbeChannel(transport)
+    try:
+        assert await ask_names(channel, services) == ["a"]
+        (agent,) = [p for p in serving_agents() if p.pid not in before]
+        agent.kill()
+        agent.wait(5)
+        assert await ask_names(channel, services) == ["a"]
+        assert channel.starts == 2
+    finally:
+        await channel.close()
+
+
+async def test_a_cancelled_request_never_hands_its_answer_to_the_next(
+    transport: Transport, tmp_path: Path
+) -> None:
+    """Cancel requests at many points; each later answer is about what it asked."""
+    services = services_for(tmp_path, *(f"s{i}" for i in range(6)))
+    channel = ProbeChannel(transport)
+    try:
+        for i in range(6):
+            task = asyncio.create_task(channel.ask(probe_request(services), timeout=20))
+            await asyncio.sleep(0.01 * i)
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            chosen = services[i : i + 1]
+            assert await ask_names(channel, chosen) == [chosen[0].name]
+    finally:
+        await channel.close()
+
+
+async def test_a_request_the_agent_cannot_answer_is_said_and_the_agent_stays(
+    transport: Transport, tmp_path: Path
+) -> None:
+    (service,) = services_for(tmp_path, "a")
+    bad = probe_request([service])
+    bad["services"][0]["match"] = "("  # type: ignore[index] - not a regex
+    channel = ProbeChannel(transport)
+    try:
+        answer = await channel.ask(bad, timeout=20)
+        assert answer.ok
+        assert json.loads(answer.stdout)["error"].startswith("error: missing )")
+        assert await ask_names(channel, [service]) == ["a"]
+        assert channel.starts == 1
+    finally:
+        await channel.close()
+
+
+async def test_refreshes_over_ssh_open_one_session_in_all(
+    sshd: Sshd, tmp_path: Path, servers: list[Server]
+) -> None:
+    log = tmp_path / "a.log"
+    server = Server(log)
+    servers.append(server)
+    server.wait_for(READY)
+    entry = sshd.host_yaml("gpu").rstrip("\n") + (
+        f"\n  services:\n    a: {{engine: sglang, log: {json.dumps(str(log))}, "
+        f"port: {server.port}}}\n"
+    )
+    host = parse_config("hosts:\n" + "".join(f"  {x}\n" for x in entry.splitlines())).hosts["gpu"]
+    links = SshLinks()
+    transport = open_transport(host, links)
+    channel = ProbeChannel(transport)
+    try:
+        await transport.run(["true"], timeout=10)  # connected; now count sessions
+        before = sshd.log.read_text().count("Starting session: command")
+        for _ in range(4):
+            (result,) = await probe_host(transport, host, channel=channel)
+            assert result.verdict is Verdict.LIVE, result.line
+        after = sshd.log.read_text().count("Starting session: command")
+    finally:
+        await channel.close()
+        await links.close()
+    assert after - before == 1
+
+
+async def test_a_stopped_container_is_said_plainly(sshd: Sshd, tmp_path: Path) -> None:
+    """pct's own failure (not the agent's) is the answer when the container stops."""
+    sshd.add_container(137)
+    text = "hosts:\n" + "".join(
+        f"  {line}\n" for line in sshd.pct_host_yaml("ct", 137).splitlines()
+    )
+    host = parse_config(text).hosts["ct"]
+    links = SshLinks()
+    channel = ProbeChannel(open_transport(host, links))
+    services = services_for(tmp_path, "a")
+    try:
+        assert await ask_names(channel, services) == ["a"]
+        sshd.add_container(137, stopped=True)
+        with pytest.raises(TransportError, match="CT 137 not running"):
+            await channel.ask(probe_request(services), timeout=20)
+        sshd.add_container(137)
+        assert await ask_names(channel, services) == ["a"]
+    finally:
+        await channel.close()
+        await links.close()
+
+
+@pytest.fixture
+def nvidia_smi_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[str], int]:
+    """The nvidia-smi stand-in on PATH behind a shim that counts its queries; returns
+    how many runs asked ``--query-KIND``. Sims register in ``tmp_path/sim-state``."""
+    calls = tmp_path / "nvidia-smi.calls"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shim = bin_dir / "nvidia-smi"
+    shim.write_text(
+        f'#!/bin/sh\necho "$1" >> {shlex.quote(str(calls))}\n'
+        f'exec {shlex.quote(str(REPO / "tui" / "sim" / "nvidia-smi"))} "$@"\n'
+    )
+    shim.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("BABYSIT_SIM_STATE", str(tmp_path / "sim-state"))
+    monkeypatch.setenv("BABYSIT_SIM_PYTHON", sys.executable)
+
+    def asked(kind: str) -> int:
+        lines = calls.read_text().splitlines() if calls.exists() else []
+        return sum(line.startswith(f"--query-{kind}") for line in lines)
+
+    return asked
+
+
+async def test_the_gpu_process_list_is_reused_only_while_it_provably_holds(
+    tmp_path: Path, servers: list[Server], nvidia_smi_calls: Callable[[str], int]
+) -> None:
+    """GPU readings are new at every refresh; nvidia-smi's process list is asked again
+    whenever a process it lists is gone or a run started after it was read."""
+    asked = nvidia_smi_calls
+    state = tmp_path / "sim-state"
+    first = Server(tmp_path / "a.log", state=state)
+    servers.append(first)
+    first.wait_for(READY)
+    second_port = free_port()
+    text = (
+        "hosts:\n  gpu:\n    local: true\n    services:\n"
+        f"      a: {{engine: sglang, log: {json.dumps(str(tmp_path / 'a.log'))}, "
+        f"port: {first.port}, gpus: [0]}}\n"
+        f"      b: {{engine: sglang, log: {json.dumps(str(tmp_path / 'b.log'))}, "
+        f"port: {second_port}, gpus: [0]}}\n"
+    )
+    host = parse_config(text).hosts["gpu"]
+    links = SshLinks()
+    transport = open_transport(host, links)
+    channel = ProbeChannel(transport)
+
+    async def refresh(max_age: float = 30.0) -> list:
+        reports = await report_host(
+            transport, host, tail_bytes=0, channel=channel, apps_max_age=max_age
+        )
+        return [r.gpus for r in reports]
+
+    try:
+        # The run started over 2 s before the list is read: the list may be reused.
+        await asyncio.sleep(max(0.0, 2.5 - (time.time() - psutil.Process(first.pid).create_time())))
+        a, _ = await refresh()
+        assert a.attribution is Attribution.TIED and a.pids == (first.pid,)
+        assert (asked("gpu"), asked("compute-apps")) == (1, 1)
+        a2, _ = await refresh()
+        assert (asked("gpu"), asked("compute-apps")) == (2, 1)
+        assert a2.pids == (first.pid,) and a2.apps_read_at == a.apps_read_at
+
+        first.kill()  # a process the list names is gone: ask again
+        a3, _ = await refresh()
+        assert (asked("gpu"), asked("compute-apps")) == (3, 2)
+        assert a3.attribution is Attribution.NO_SERVICE_PIDS
+        await refresh()
+        assert asked("compute-apps") == 2  # nothing changed
+
+        second = Server(tmp_path / "b.log", port=second_port, state=state)
+        servers.append(second)
+        second.wait_for(READY)  # a run started after the list was read: ask again
+        _, b4 = await refresh()
+        assert asked("compute-apps") == 3
+        assert b4.attribution is Attribution.TIED and b4.pids == (second.pid,)
+
+        await refresh(max_age=0)  # the caller wants it new
+        assert asked("compute-apps") == 4
+        assert channel.starts == 1
+    finally:
+        await channel.close()
+        await links.close()
