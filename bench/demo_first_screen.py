@@ -5,8 +5,9 @@ until the banner shows (its first text, then STARTING or a verdict, then LIVE),
 lets the fleet settle, and measures CPU over ``--seconds`` (default 60):
 
 - babysit: the TUI process (all threads) plus the agents it runs (the log
-  follower, a probe every 2 s): live ones by their CPU times, finished ones
-  through babysit's children times;
+  follower, the probe agent answering every 2 s, and what they run, such as
+  nvidia-smi): live ones by their CPU times and their reaped children's,
+  finished ones through babysit's children times;
 - the simulated servers and the load generator, reported separately.
 
 Then presses ``q`` and times the exit. Figures, not a test; targets: first
@@ -62,7 +63,9 @@ def cpu(process: psutil.Process) -> tuple[float, float]:
     return times.user + times.system, times.children_user + times.children_system
 
 
-def tree_cpu(pids: dict[int, psutil.Process]) -> dict[int, float]:
+def tree_cpu(pids: dict[int, psutil.Process], *, reaped: bool = False) -> dict[int, float]:
+    """CPU seconds of each process; with ``reaped``, also of the children it has
+    reaped (a long-lived agent's nvidia-smi runs)."""
     out = {}
     for pid, proc in pids.items():
         try:
@@ -70,6 +73,8 @@ def tree_cpu(pids: dict[int, psutil.Process]) -> dict[int, float]:
         except psutil.Error:
             continue
         out[pid] = times.user + times.system
+        if reaped:
+            out[pid] += times.children_user + times.children_system
     return out
 
 
@@ -143,7 +148,7 @@ def measure(tmux: Tmux, command: str, base: Path, args: argparse.Namespace) -> i
     sims, load = fleet_procs("service"), fleet_procs("load")
     wall0 = time.monotonic()
     own0, reaped0 = cpu(babysit)
-    helpers0 = tree_cpu(helpers())
+    helpers0 = tree_cpu(helpers(), reaped=True)
     sims0, load0 = tree_cpu(sims), tree_cpu(load)
     # follow helpers that start during the window, so their CPU counts from their start
     seen: dict[int, psutil.Process] = {}
@@ -152,7 +157,7 @@ def measure(tmux: Tmux, command: str, base: Path, args: argparse.Namespace) -> i
         seen.update(helpers())
         time.sleep(0.25)
     own1, reaped1 = cpu(babysit)
-    alive1 = tree_cpu({pid: p for pid, p in {**seen, **helpers()}.items()})
+    alive1 = tree_cpu({**seen, **helpers()}, reaped=True)
     sims1, load1 = tree_cpu(sims), tree_cpu(load)
     wall = time.monotonic() - wall0
 
@@ -191,8 +196,8 @@ def measure(tmux: Tmux, command: str, base: Path, args: argparse.Namespace) -> i
     print(f"steady state over {wall:.1f} s (from {args.settle:g} s after LIVE):")
     row("babysit (TUI + its agents)", f"{babysit_pct:6.2f} %", f"   target <= 10%: {ok_cpu}")
     row("  TUI process", f"{pct(own):6.2f} %")
-    row("  agents running (log follower)", f"{pct(running):6.2f} %")
-    row("  agents finished (probes)", f"{pct(finished):6.2f} %")
+    row("  agents running (follower, probe)", f"{pct(running):6.2f} %")
+    row("  agents finished", f"{pct(finished):6.2f} %")
     row(f"simulated servers ({len(sims)} running)", f"{pct(sims_used):6.2f} %", "   (not babysit)")
     row("load generator", f"{pct(load_used):6.2f} %", "   (not babysit)")
     row("exit after q", f"{exit_s:6.2f} s", f"   processes left: {len(left)}")

@@ -199,6 +199,8 @@ class HostScreen(Screen[None]):
         # One probe at a time: two probe agents at once would each see the other's
         # command line (it carries the service's match: pattern) as a candidate run.
         self._probe_lock = asyncio.Lock()
+        # What the footer last showed as allowed (see _sync_bindings).
+        self._shown_bindings: tuple[bool | None, ...] | None = None
         # Metrics come from the followed lines (and GPU readings from the probe); the
         # scanner marks run boundaries so one series never spans two runs.
         engine = service.engine.value
@@ -382,7 +384,15 @@ class HostScreen(Screen[None]):
                     )
                 ]
             )
-        self.refresh_bindings()
+        self._sync_bindings()
+
+    def _sync_bindings(self) -> None:
+        """Redraw the footer's keys only when what they allow has changed: a redraw
+        rebuilds the whole footer, and a probe answers every few seconds."""
+        allowed = tuple(self.check_action(a, ()) for a in ("follow_writer", *HOST_ACTIONS))
+        if allowed != self._shown_bindings:
+            self._shown_bindings = allowed
+            self.refresh_bindings()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "follow_writer":

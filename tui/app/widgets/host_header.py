@@ -47,6 +47,7 @@ class HostHeader(Horizontal):
         self._where = where
         self._status = status
         self._clock = clock
+        self._shown_status: str | None = None
 
     def compose(self) -> ComposeResult:
         yield Label(Content("babysit"), id="app-name")
@@ -61,9 +62,12 @@ class HostHeader(Horizontal):
     def tick(self) -> None:
         """Re-read the link state and the time."""
         status = printable(self._status())
-        state = self.query_one("#link-state", Label)
-        state.update(Content(status))
-        for name in set(STATE_CLASSES.values()):
-            state.set_class(name == state_class(status), name)
+        if status != self._shown_status:
+            self._shown_status = status
+            state = self.query_one("#link-state", Label)
+            state.update(Content(status))
+            for name in set(STATE_CLASSES.values()):
+                state.set_class(name == state_class(status), name)
         now = time.strftime("%H:%M:%S", time.localtime(self._clock()))
-        self.query_one("#clock", Label).update(Content(f" · {now}"))
+        # Always as wide: no layout pass for the clock's tick.
+        self.query_one("#clock", Label).update(Content(f" · {now}"), layout=False)

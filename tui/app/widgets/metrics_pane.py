@@ -106,7 +106,12 @@ def pane_rows(
 class HintsLine(Static):
     """Each hint that fires, in plain words, with its evidence; hidden when none does."""
 
+    _shown: tuple[Hint, ...] | None = None
+
     def show(self, hints: Sequence[Hint]) -> None:
+        if tuple(hints) == self._shown:
+            return
+        self._shown = tuple(hints)
         self.display = bool(hints)
         text = Text()
         for index, hint in enumerate(hints):
@@ -126,6 +131,7 @@ class MetricsPane(Static):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(Text("waiting for the first probe …", style="dim"), id=id)
         self._shown: tuple[ServiceMetrics | None, str | None] | None = None
+        self._lines = -1
 
     def on_resize(self) -> None:
         if self._shown is not None:
@@ -151,4 +157,7 @@ class MetricsPane(Static):
                 text.append(f"  {age}", style="dim italic" if stale else "dim")
         if note and rows:
             text.append(f"\n{printable(note)}", style="dim")
-        self.update(text)
+        # A layout pass only when the pane needs another number of lines.
+        lines = text.plain.count("\n")
+        self.update(text, layout=lines != self._lines)
+        self._lines = lines
