@@ -500,7 +500,7 @@ def fleet(quick: bool, raw: dict) -> list[Row]:
     return [
         Row(
             work,
-            "full refresh of every verdict, median (max), s",
+            "full refresh of every row (verdict, metrics, GPUs), median (max), s",
             f"{data['refresh_median_s']:.2f} ({data['refresh_max_s']:.2f})",
             target=f"≤ 1 s{verdict(data['refresh_median_s'] <= 1)}",
         ),
