@@ -236,8 +236,8 @@ async def test_the_gpu_process_list_is_reused_only_while_it_provably_holds(
         return [r.gpus for r in reports]
 
     try:
-        # The run started over 2 s before the list is read: the list may be reused.
-        await asyncio.sleep(max(0.0, 2.5 - (time.time() - psutil.Process(first.pid).create_time())))
+        # The run started over 1 s before the list is read: the list may be reused.
+        await asyncio.sleep(max(0.0, 1.5 - (time.time() - psutil.Process(first.pid).create_time())))
         a, _ = await refresh()
         assert a.attribution is Attribution.TIED and a.pids == (first.pid,)
         assert (asked("gpu"), asked("compute-apps")) == (1, 1)

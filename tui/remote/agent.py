@@ -752,12 +752,70 @@ def fd_links(pid):
     return links
 
 
+# Asking the kernel for listening sockets over netlink (sock_diag), as `ss -lt` does.
+NETLINK_SOCK_DIAG = 4
+SOCK_DIAG_BY_FAMILY = 20
+NLM_F_REQUEST_DUMP = 0x1 | 0x300
+NLMSG_ERROR, NLMSG_DONE = 2, 3
+TCP_LISTEN = 10
+
+
 def listening_sockets():
     """{port: set of socket inodes} for every listening TCP socket (v4 and v6).
 
-    The kernel builds these tables on each read, which costs milliseconds on a
-    busy host: read them once per probe, not once per service.
+    Asked over netlink for listening sockets only. /proc/net/tcp would do, but
+    the kernel walks its whole connection hash table to print it: milliseconds
+    even on an idle machine, and far more on a host with much memory or many
+    clients. /proc/net/tcp stays the fallback where netlink is refused.
     """
+    try:
+        return listening_by_netlink()
+    except (OSError, ValueError):
+        return listening_by_proc()
+
+
+def listening_by_netlink():
+    import socket
+    import struct
+
+    found = {}
+    sock = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_SOCK_DIAG)
+    try:
+        for seq, family in enumerate((socket.AF_INET, socket.AF_INET6), 1):
+            # inet_diag_req_v2: family, protocol, ext, pad, states, then a zero sockid.
+            request = struct.pack("=BBBBI48x", family, socket.IPPROTO_TCP, 0, 0, 1 << TCP_LISTEN)
+            header = struct.pack(
+                "=IHHII", 16 + len(request), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST_DUMP, seq, 0
+            )
+            sock.sendall(header + request)
+            done = False
+            while not done:
+                data = sock.recv(65536)
+                if not data:
+                    raise ValueError("netlink closed")
+                offset = 0
+                while offset + 16 <= len(data):
+                    length, kind = struct.unpack_from("=IH", data, offset)
+                    if length < 16:
+                        raise ValueError("bad netlink message")
+                    if kind == NLMSG_DONE:
+                        done = True
+                        break
+                    if kind == NLMSG_ERROR:
+                        raise ValueError("netlink error")
+                    if kind == SOCK_DIAG_BY_FAMILY and length >= 16 + 72:
+                        # inet_diag_msg: family, state, timer, retrans, sockid
+                        # (sport big-endian first), expires, rqueue, wqueue, uid, inode.
+                        (port,) = struct.unpack_from("!H", data, offset + 16 + 4)
+                        (inode,) = struct.unpack_from("=I", data, offset + 16 + 68)
+                        found.setdefault(port, set()).add(inode)
+                    offset += (length + 3) & ~3
+    finally:
+        sock.close()
+    return found
+
+
+def listening_by_proc():
     found = {}
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         for line in read_text(table).splitlines()[1:]:
@@ -1252,9 +1310,10 @@ def gpu_readings(view, entries, apps_max_age):
             pid in view.table and view.table[pid]["start_ticks"] == ticks
             for pid, ticks in seen["listed"]
         )
-        # start_time rests on the boot time in whole seconds: allow for it.
+        # Start times are exact to a clock tick, but rest on the wall clock as read
+        # now: a second's margin for the clock's steps.
         runs_older = all(
-            member["start_time"] <= seen["apps_at"] - 2.0
+            member["start_time"] <= seen["apps_at"] - 1.0
             for entry in entries
             for run in entry["runs"]
             for member in [run, *run["members"]]

@@ -148,8 +148,9 @@ class ProbeChannel:
                 stderr = await agent.process.read_stderr()
                 status = await agent.process.wait()
                 await self._end()
+                ended = None if status is not None else "a signal"
                 return self.transport.check(
-                    Completed(("probe",), status if status is not None else -1, b"", stderr)
+                    Completed(("probe",), status, b"", stderr, signal=ended)
                 )
             agent.buffer += chunk
         answer, _, agent.buffer = agent.buffer.partition(b"\n")
@@ -250,7 +251,11 @@ async def _probe(
         return [(unknown(host.name, s.name, error.message, now), none) for s in chosen]
     now = time.time()
     if not result.ok:
-        detail = result.stderr_line() or f"exit status {result.exit_status}"
+        detail = result.stderr_line() or (
+            f"exit status {result.exit_status}"
+            if result.exit_status is not None
+            else f"ended by {result.signal or 'a signal'}"
+        )
         if result.exit_status == 127:
             detail = f"python3 not found on {host.name} ({detail})"
         return [
