@@ -673,7 +673,9 @@ def process_table():
         except OSError:
             pass
         uid = None
-        for line in read_text("/proc/%d/status" % pid).splitlines():
+        # Kernel threads and zombies have no command line and can be no one's run:
+        # their status (the most costly of the three files) is not read.
+        for line in read_text("/proc/%d/status" % pid).splitlines() if raw else ():
             if line.startswith("Uid:"):
                 uid = int(line.split()[1])
                 break
