@@ -86,7 +86,7 @@ def _reading(spec: GpuSpec, users: Sequence[tuple[SimRecord, int, int]], now: fl
     loading = any(record.phase in ("starting", "loading") for record, _, _ in users)
     wobble = _jitter(spec.index, now, "power")
     if running > 0:
-        share = (0.58 if spec_on else 0.44) + 0.14 * min(running / 32.0, 1.0)
+        share = (0.64 if spec_on else 0.44) + 0.14 * min(running / 32.0, 1.0)
         power = limit * share * (1 + 0.02 * wobble)
         utilization = 97 + round(1.5 * (_jitter(spec.index, now, "util") + 1))
     elif loading:
