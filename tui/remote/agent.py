@@ -32,8 +32,6 @@ this?" for the services asked about and exits; with ``{"mode":
 refresh every few seconds costs no new python3 (nor, over SSH, a new session).
 """
 
-import ctypes
-import ctypes.util
 import json
 import os
 import re
@@ -99,7 +97,7 @@ class Inotify(object):
         self.fd = -1
         self.watches = {}
         try:
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+            ctypes, libc = c_library()
             self._add = libc.inotify_add_watch
             self._add.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
             self._rm = libc.inotify_rm_watch
@@ -1119,7 +1117,8 @@ class ProcessView(object):
         info = self.table.get(pid)
         if info is None or pid == self.me or info["state"] == "Z":
             return False
-        return not any(AGENT_NAME in part for part in info["cmdline"][:3])
+        # An agent's argv: python3 -I -S -c BOOTSTRAP (which names the agent) ...
+        return not any(AGENT_NAME in part for part in info["cmdline"][:5])
 
     def descendants(self, pid):
         out, stack = [], list(self.children.get(pid, []))
@@ -1364,8 +1363,17 @@ def start_ticks_of(pid):
     return int(fields[19]) if len(fields) > 19 else None
 
 
-def _libc():
-    return ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+def c_library(loaded={}):  # noqa: B006 - loaded once per agent
+    """(ctypes, the C library), on first use: only following and killing need them.
+
+    dlopen(NULL) finds libc's symbols through Python itself, without
+    ctypes.util.find_library (which runs ldconfig and costs megabytes of imports).
+    """
+    if not loaded:
+        import ctypes
+
+        loaded["pair"] = (ctypes, ctypes.CDLL(None, use_errno=True))
+    return loaded["pair"]
 
 
 def pidfd_open(pid):
@@ -1378,7 +1386,8 @@ def pidfd_open(pid):
                 raise
             return None
     try:
-        fd = _libc().syscall(SYS_PIDFD_OPEN, pid, 0)
+        ctypes, libc = c_library()
+        fd = libc.syscall(SYS_PIDFD_OPEN, pid, 0)
     except (OSError, AttributeError):
         return None
     if fd < 0:
@@ -1397,7 +1406,8 @@ def send_signal(pid, pidfd, signum):
     if hasattr(signal_module, "pidfd_send_signal"):
         signal_module.pidfd_send_signal(pidfd, signum)
         return
-    if _libc().syscall(SYS_PIDFD_SEND_SIGNAL, pidfd, signum, None, 0) != 0:
+    ctypes, libc = c_library()
+    if libc.syscall(SYS_PIDFD_SEND_SIGNAL, pidfd, signum, None, 0) != 0:
         raise OSError(ctypes.get_errno(), "pidfd_send_signal failed")
 
 
@@ -1714,8 +1724,9 @@ def launch(args):
 def serve_probes():
     """Answer probe requests, one JSON line each on stdin, with one JSON line each on
     stdout, until stdin closes. Each answer is a fresh look: nothing is kept between
-    requests but the uid→name cache. A request that fails is answered with
-    ``{"error": ...}`` and the agent waits for the next one."""
+    requests but the uid→name cache and nvidia-smi's last process list (reused only
+    as gpu_readings allows). A request that fails is answered with ``{"error": ...}``
+    and the agent waits for the next one."""
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while True:
         line = stdin.readline()
@@ -1732,9 +1743,20 @@ def serve_probes():
             return 0
 
 
+def give_back_memory():
+    """Return to the system what compiling this file took (about 3 MiB, glibc only):
+    a long-lived agent should weigh no more than it needs."""
+    try:
+        c_library()[1].malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 def main(argv):
     args = json.loads(argv[0])
     mode = args.get("mode")
+    if mode in ("serve-probes", None):
+        give_back_memory()
     if mode == "probe":
         sys.stdout.write(json.dumps(probe(args)))
         sys.stdout.write("\n")

@@ -45,7 +45,17 @@ def agent_payload() -> str:
 def agent_argv(transport: Transport, args: dict[str, object]) -> list[str]:
     """The argv that runs the agent with ``args`` on the transport's host."""
     python = sys.executable if isinstance(transport, LocalTransport) else "python3"
-    return [python, "-c", BOOTSTRAP, agent_payload(), json.dumps(args, separators=(",", ":"))]
+    # -I: no PYTHON* variables, user site or current folder can put another module in
+    # the agent's way; -S: no site-packages to scan (the agent needs the stdlib only).
+    return [
+        python,
+        "-I",
+        "-S",
+        "-c",
+        BOOTSTRAP,
+        agent_payload(),
+        json.dumps(args, separators=(",", ":")),
+    ]
 
 
 class Follower:

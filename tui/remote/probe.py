@@ -96,7 +96,8 @@ class ProbeChannel:
     and answers each with one line. Requests are answered one at a time, in
     order. Any failure (a lost link, a timeout, a cancelled request, an agent that
     died) ends the agent, and the next request starts a fresh one, so an answer is
-    never matched to the wrong question. Nothing is cached between answers.
+    never matched to the wrong question. Each answer is a new look at the host;
+    only nvidia-smi's process list may be reused (see :func:`probe_request`).
     """
 
     def __init__(self, transport: Transport) -> None:
