@@ -22,6 +22,7 @@ import asyncio
 import json
 import os
 import shlex
+import socket
 import statistics
 import sys
 import tempfile
@@ -33,7 +34,7 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from support.servers import Server, free_port
+from support.servers import Server
 from support.sshd import start_sshd
 
 from tui.app.screens.fleet import FLEET_TAIL
@@ -42,6 +43,32 @@ from tui.config import parse_config
 from tui.core.runs import Verdict
 from tui.remote import SshLinks, open_transport
 from tui.remote.probe import APPS_MAX_AGE, ProbeChannel, report_host
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct free ports (all held open while chosen, so none comes twice)."""
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket()
+            sock.bind(("127.0.0.1", 0))
+            sockets.append(sock)
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def wait_ready(servers: list[Server], timeout: float = 120.0) -> None:
+    """Every sim ready; a sim that died first is said with the end of its log."""
+    deadline = time.monotonic() + timeout
+    for server in servers:
+        while "The server is fired up" not in server.log.read_text(errors="replace"):
+            if server.proc.poll() is not None or time.monotonic() > deadline:
+                tail = server.log.read_text(errors="replace")[-600:]
+                state = "exited" if server.proc.poll() is not None else "not ready"
+                raise SystemExit(f"sim on port {server.port} {state}; its log ends:\n{tail}")
+            time.sleep(0.05)
 
 
 def install_nvidia_smi(bin_dir: Path, state: Path) -> None:
@@ -79,15 +106,16 @@ async def main() -> None:
         sshds = []
         try:
             text = "hosts:\n"
-            for h in range(args.hosts):
-                sshd = start_sshd(root / f"sshd{h}")
-                sshds.append(sshd)
+            sshds.extend(start_sshd(root / f"sshd{h}") for h in range(args.hosts))
+            # The sshds listen already: the sims' ports, chosen at once, are all different.
+            ports = iter(free_ports(args.hosts * args.per_host))
+            for h, sshd in enumerate(sshds):
                 state = root / f"node{h:02d}-gpus"
                 if args.nvidia_smi:
                     install_nvidia_smi(sshd.bin_dir, state)
                 entry = sshd.host_yaml(f"node{h:02d}").rstrip("\n") + "\n  services:\n"
                 for i in range(args.per_host):
-                    port = free_port()
+                    port = next(ports)
                     log = root / f"node{h:02d}-gpu{i}.log"
                     servers.append(Server(log, port=port, load=0.5, state=state))
                     entry += (
@@ -96,8 +124,7 @@ async def main() -> None:
                     )
                 text += "".join(f"  {line}\n" for line in entry.splitlines())
             config = parse_config(text)
-            for server in servers:
-                server.wait_for("The server is fired up", timeout=120)
+            wait_ready(servers)
             selection = select(config, [])
             links = SshLinks()
             transports = {host.name: open_transport(host, links) for host, _ in selection}
