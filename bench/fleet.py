@@ -174,6 +174,7 @@ async def main() -> None:
                 f"{'yes' if args.nvidia_smi else 'no'}"
             )
             print(f"first refresh (starts each host's probe agent): {first_s:.3f} s")
+            print("each refresh, s: " + " ".join(f"{t:.2f}" for t in times))
             print(
                 f"full refresh: median {statistics.median(times):.3f} s, "
                 f"max {max(times):.3f} s (target ≤ 1 s)"
@@ -204,6 +205,7 @@ async def main() -> None:
                     "nvidia_smi": args.nvidia_smi,
                     "refreshes": args.refreshes,
                     "first_refresh_s": first_s,
+                    "refresh_s": times,
                     "refresh_median_s": statistics.median(times),
                     "refresh_max_s": max(times),
                     "cpu_per_refresh_s": per,
