@@ -1,4 +1,5 @@
-"""Shared fixtures: a real sshd on loopback, and helpers to write hosts.yaml files."""
+"""Shared fixtures: a real sshd on loopback, simulated servers that are always
+stopped, and helpers to write hosts.yaml files."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from support.servers import Server
 from support.sshd import Sshd, start_sshd
 
 from tui.config import parse_config
@@ -23,6 +25,17 @@ def state_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Pat
     monkeypatch.setenv("BABYSIT_HOST_STATE", str(dirs["host"]))
     monkeypatch.setenv("BABYSIT_STATE", str(dirs["local"]))
     return dirs
+
+
+@pytest.fixture
+def servers() -> Iterator[list[Server]]:
+    """Sims a test starts (append them); each is killed when the test ends."""
+    started: list[Server] = []
+    try:
+        yield started
+    finally:
+        for server in started:
+            server.kill()
 
 
 @pytest.fixture(scope="session")

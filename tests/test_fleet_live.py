@@ -9,7 +9,7 @@ ones; only the refresh interval is short so the tests are quick.
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -60,16 +60,6 @@ def indent(text: str) -> str:
 def sim_service(name: str, log: Path, port: int | None = None) -> str:
     port_text = f", port: {port}" if port else ""
     return f"      {name}: {{engine: sglang, log: '{log}'{port_text}}}\n"
-
-
-@pytest.fixture
-def servers() -> Iterator[list[Server]]:
-    started: list[Server] = []
-    try:
-        yield started
-    finally:
-        for server in started:
-            server.kill()
 
 
 def make_app(config: Config, timeout: float = 5.0) -> BabysitApp:

@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,14 +23,6 @@ from tui.remote.follow import agent_payload
 from tui.remote.probe import probe_host, probe_request
 
 READY = "The server is fired up and ready to roll!"
-
-
-@pytest.fixture
-def servers() -> Iterator[list[Server]]:
-    started: list[Server] = []
-    yield started
-    for server in started:
-        server.kill()
 
 
 def local_host(log: Path, *servers: Server, port: int | None = None) -> Host:
@@ -287,9 +278,7 @@ async def test_one_refresh_is_one_round_trip_over_ssh(
     finally:
         await links.close()
     assert after - before == 1
-    assert [r.verdict for r in results] == [Verdict.LIVE, Verdict.DEAD], [
-        r.line for r in results
-    ]
+    assert [r.verdict for r in results] == [Verdict.LIVE, Verdict.DEAD], [r.line for r in results]
 
 
 def test_status_cli_text_json_and_exit_codes(

@@ -9,7 +9,7 @@ import os
 import shlex
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -26,14 +26,6 @@ from tui.remote.probe import ProbeChannel, probe_host, probe_request, report_hos
 from tui.remote.transport import Transport
 
 READY = "The server is fired up and ready to roll!"
-
-
-@pytest.fixture
-def servers() -> Iterator[list[Server]]:
-    started: list[Server] = []
-    yield started
-    for server in started:
-        server.kill()
 
 
 def services_for(tmp_path: Path, *names: str) -> list[Service]:

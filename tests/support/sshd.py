@@ -22,6 +22,8 @@ from pathlib import Path
 
 import psutil
 
+from support.pct_standin import start_ticks
+
 SUPPORT = Path(__file__).resolve().parent
 SESSION_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 PCT_NODE = "pve-test"
@@ -107,8 +109,7 @@ class Sshd:
         for line in procs.read_text().splitlines():
             pid, ticks = line.split()
             with contextlib.suppress(psutil.Error, OSError, IndexError):
-                stat = Path(f"/proc/{pid}/stat").read_bytes()
-                if stat.rsplit(b")", 1)[1].split()[19].decode() != ticks:
+                if start_ticks(int(pid)) != ticks:
                     continue  # gone, and the pid is someone else's now
                 process = psutil.Process(int(pid))
                 for member in [*process.children(recursive=True), process]:
