@@ -196,8 +196,8 @@ class HostScreen(Screen[None]):
         self.assessment: Assessment | None = None
         self._follower_worker: Worker[None] | None = None
         self._action_worker: Worker[None] | None = None
-        # One probe at a time: two probe agents at once would each see the other's
-        # command line (it carries the service's match: pattern) as a candidate run.
+        # One probe at a time (the refresh loop's and an action's), so an older answer
+        # never lands on screen after a newer one.
         self._probe_lock = asyncio.Lock()
         # What the footer last showed as allowed (see _sync_bindings).
         self._shown_bindings: tuple[bool | None, ...] | None = None
