@@ -19,8 +19,10 @@ from tui.cli import main
 from tui.config import Host, parse_config
 from tui.core.runs import Assessment, Verdict
 from tui.remote import SshLinks, open_transport
-from tui.remote.follow import agent_payload
+from tui.remote.agentcall import agent_argv, agent_input, split_output
+from tui.remote.local import LocalTransport
 from tui.remote.probe import probe_host, probe_request
+from tui.remote.transport import Completed
 
 READY = "The server is fired up and ready to roll!"
 
@@ -206,11 +208,7 @@ async def test_a_process_the_probe_cannot_read_is_reported(
     server.wait_for("Load weight begin")
     host = local_host(log, server)
     tmp_path.chmod(0o755)
-    args = json.dumps(probe_request(list(host.services.values())))
-    boot = (
-        "import base64,sys,zlib;exec(compile(zlib.decompress(base64.b64decode(sys.argv[1])),"
-        "'babysit-agent','exec'))"
-    )
+    stdin, nonce = agent_input(probe_request(list(host.services.values())))
     python = shutil.which("python3", path="/usr/bin:/bin") or sys.executable
     out = subprocess.run(
         [
@@ -219,19 +217,17 @@ async def test_a_process_the_probe_cannot_read_is_reported(
             "--regid=nogroup",
             "--clear-groups",
             python,
-            "-c",
-            boot,
-            agent_payload(),
-            args,
+            *agent_argv(LocalTransport())[1:],
         ],
+        input=stdin,
         capture_output=True,
-        text=True,
         check=True,
         cwd="/",
     )
+    answer = split_output(Completed((), 0, out.stdout, b""), nonce).completed.stdout
     from tui.core.runs import ServiceProbe, assess
 
-    data = json.loads(out.stdout)
+    data = json.loads(answer)
     result = assess(ServiceProbe.from_json("gpu", "sglang", data, data["services"][0]))
     assert result.verdict is Verdict.UNKNOWN
     assert (

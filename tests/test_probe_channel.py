@@ -22,6 +22,7 @@ from tui.core.gpu import Attribution
 from tui.core.runs import Verdict
 from tui.errors import TransportError
 from tui.remote import SshLinks, open_transport
+from tui.remote.agentcall import BOOTSTRAP
 from tui.remote.probe import ProbeChannel, probe_host, probe_request, report_host
 from tui.remote.transport import Transport
 
@@ -39,11 +40,13 @@ def services_for(tmp_path: Path, *names: str) -> list[Service]:
 
 
 def serving_agents() -> list[psutil.Process]:
-    """Live probe agents in serve mode on this machine (ours, whatever the transport)."""
+    """Live agents on this machine (ours, whatever the transport): the python3 processes
+    whose command line is the agent's bootstrap (requests travel on stdin, so the mode is
+    not in it; the tests that call this run no other agent meanwhile)."""
     found = []
     for process in psutil.process_iter(["cmdline"]):
         cmdline = process.info["cmdline"] or []
-        if cmdline and "serve-probes" in cmdline[-1] and "babysit-agent" in " ".join(cmdline):
+        if cmdline[-2:] == ["-c", BOOTSTRAP]:
             found.append(process)
     return found
 

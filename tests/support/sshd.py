@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -154,7 +155,8 @@ def _yaml_entry(name: str, entry: dict[str, object]) -> str:
     return yaml.safe_dump({name: entry}, default_flow_style=False, sort_keys=False)
 
 
-def start_sshd(root: Path) -> Sshd:
+def start_sshd(root: Path, extra: Sequence[str] = ()) -> Sshd:
+    """An sshd on a free loopback port; ``extra`` lines are added to its config."""
     sshd = find_sshd()
     if sshd is None:
         raise RuntimeError(
@@ -206,6 +208,7 @@ def start_sshd(root: Path) -> Sshd:
                 "ClientAliveInterval 0",
                 f"SetEnv PATH={bin_dir}:{SESSION_PATH} BABYSIT_PCT_ROOT={pct_root} "
                 f"BABYSIT_PCT_NODE={PCT_NODE}",
+                *extra,
                 "",
             ]
         )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import secrets
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
@@ -22,6 +23,7 @@ from tui.config import Host, load_config
 from tui.core.sanitize import printable
 from tui.core.units import human_size
 from tui.errors import TransportError
+from tui.remote.agentcall import Preamble, chatter_note
 
 #: The agent that later issues send to hosts is written for this python3 and newer.
 MIN_PYTHON = (3, 6)
@@ -31,6 +33,7 @@ ROUND_TRIPS = 3
 # Runs on the host under /bin/sh; log paths arrive as "$@", never spliced into the text.
 # Output is key NUL value NUL pairs, so no value (a path with a newline, say) can break it.
 PROBE_SCRIPT = r"""
+printf '\036babysit-check:%s\n' "$1"; shift
 emit() { printf '%s\0%s\0' "$1" "$2"; }
 emit user "$(id -un 2>/dev/null || id -u)"
 emit kernel "$(uname -sr)"
@@ -81,6 +84,8 @@ class CheckReport:
     nvidia_smi: dict[str, object]
     logs: list[LogCheck] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    #: What babysit copes with but a user should know (the host stays usable: exit 0).
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -116,8 +121,9 @@ async def check_host(host: Host) -> CheckReport:
     try:
         started = time.monotonic()
         services = list(host.services.values())
+        nonce = secrets.token_hex(8)
         probe = await transport.run(
-            ["sh", "-c", PROBE_SCRIPT, "babysit-check", *(s.log for s in services)],
+            ["sh", "-c", PROBE_SCRIPT, "babysit-check", nonce, *(s.log for s in services)],
             timeout=PROBE_TIMEOUT,
         )
         connect_seconds = time.monotonic() - started
@@ -133,7 +139,14 @@ async def check_host(host: Host) -> CheckReport:
             samples.append((time.monotonic() - t0) * 1000)
     finally:
         await links.close()
-    return build_report(host, _pairs(probe.stdout), connect_seconds, statistics.median(samples))
+    # What the login shell printed before the script ran is not the script's output.
+    preamble = Preamble(b"\x1ebabysit-check:" + nonce.encode() + b"\n")
+    output = preamble.feed(probe.stdout)
+    preamble.finish()
+    report = build_report(host, _pairs(output), connect_seconds, statistics.median(samples))
+    if preamble.chatter:
+        report.warnings.append(chatter_note(preamble.chatter))
+    return report
 
 
 def _pairs(raw: bytes) -> list[tuple[str, str]]:
@@ -258,8 +271,11 @@ def render(report: CheckReport) -> str:
                 )
             else:
                 lines.append(f"    {log.service}: {printable(log.path)} MISSING")
+    if report.warnings:
+        lines.append(f"{len(report.warnings)} note(s):")
+        lines.extend(f"  - {printable(warning)}" for warning in report.warnings)
     if report.ok:
-        lines.append("all good")
+        lines.append("all good" if not report.warnings else "usable, with the note(s) above")
     else:
         lines.append(f"{len(report.problems)} problem(s):")
         lines.extend(f"  - {printable(problem)}" for problem in report.problems)

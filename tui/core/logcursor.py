@@ -58,6 +58,8 @@ class EventKind(enum.Enum):
     #: The verdict on which run this is changed (live → dead, …).
     VERDICT = "verdict"
     ERROR = "error"
+    #: The host's login shell printed something before the agent started (skipped).
+    SHELL_CHATTER = "shell-chatter"
 
 
 @dataclass(frozen=True)

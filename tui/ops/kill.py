@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from tui.core.runs import Run
 from tui.errors import BabysitError
-from tui.remote.follow import agent_argv
+from tui.remote.agentcall import stream_agent
 from tui.remote.transport import Transport
 
 DEFAULT_GRACE = 30.0
@@ -115,7 +115,7 @@ async def kill_run(
     }
     pids = {pid for pid, _ in target.processes}
     saw_done = False
-    async with transport.stream(agent_argv(transport, args)) as process:
+    async with stream_agent(transport, args) as process:
         buffer = b""
         async for chunk in process.chunks():
             buffer += chunk

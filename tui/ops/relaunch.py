@@ -30,7 +30,8 @@ from tui.core.follow import Start
 from tui.core.logcursor import EventKind, EventRow, LogCursor, LogLine
 from tui.core.runs import Assessment, Verdict
 from tui.errors import BabysitError
-from tui.remote.follow import Follower, agent_argv
+from tui.remote.agentcall import run_agent
+from tui.remote.follow import Follower
 from tui.remote.probe import READY_PATTERNS, host_state_dir
 from tui.remote.transport import Transport
 
@@ -125,7 +126,7 @@ def who() -> str:
 
 
 async def _action(transport: Transport, args: dict[str, object], timeout: float = 30.0) -> dict:
-    result = await transport.run(agent_argv(transport, args), timeout=timeout)
+    result = (await run_agent(transport, args, timeout=timeout)).completed
     lines = [json.loads(x) for x in result.stdout.splitlines() if x.strip()]
     if not lines:
         raise LaunchFailed(

@@ -1,11 +1,14 @@
 """babysit's agent: follows one log file on a host and reports it byte by byte.
 
-This file is sent to the host on every use (``python3 -c`` with the source
-compressed in argv) and never installed: it runs over ssh, through ``pct exec``
-and locally the same way, and leaves nothing behind. It must therefore run on
-any python3 >= 3.6 with the standard library alone.
+This file is sent to the host on every use and never installed: a short fixed
+bootstrap (``python3 -I -S -c BOOTSTRAP``) reads it, compressed, from stdin,
+then the request's JSON, so no request is ever in a command line (see
+tui/remote/agentcall.py). It runs over ssh, through ``pct exec`` and locally the
+same way, and leaves nothing behind. It must therefore run on any python3 >= 3.6
+with the standard library alone. Whatever the mode, its output begins with one
+mark line carrying the request's nonce (say_started).
 
-Output on stdout is a stream of frames: one line of JSON, then, when the JSON
+Output on stdout (after the mark) is a stream of frames: one line of JSON, then, when the JSON
 has ``"n"``, exactly that many raw bytes. Frames:
 
     opened    {path, dev, inode, size, mtime, start, read_back}
@@ -599,8 +602,9 @@ def writes(pid, fd):
     return False
 
 
-# The name the agent's code runs under (see BOOTSTRAP in tui/remote/follow.py): it is in
-# every agent's argv, so one agent never takes another for a server.
+# The name the agent's code runs under (see BOOTSTRAP in tui/remote/agentcall.py): it is
+# in the command line of every agent and of the shells that start one, so one agent
+# never takes itself, another agent or their shells for a server.
 AGENT_NAME = "babysit-agent"
 
 # ====================================================================== probe
@@ -1117,8 +1121,10 @@ class ProcessView(object):
         info = self.table.get(pid)
         if info is None or pid == self.me or info["state"] == "Z":
             return False
-        # An agent's argv: python3 -I -S -c BOOTSTRAP (which names the agent) ...
-        return not any(AGENT_NAME in part for part in info["cmdline"][:5])
+        # An agent's command line is python3 -I -S -c BOOTSTRAP, and BOOTSTRAP names the
+        # agent; the shells that started one hold that text too. No request's text is in
+        # any command line (requests travel on stdin), so none can forge or hide this.
+        return not any(AGENT_NAME in part for part in info["cmdline"])
 
     def descendants(self, pid):
         out, stack = [], list(self.children.get(pid, []))
@@ -1752,8 +1758,16 @@ def give_back_memory():
         pass
 
 
+def say_started(nonce):
+    """The first bytes of our output, so whoever reads it can skip what a login
+    shell printed before we ran (see tui/remote/agentcall.py: start_mark)."""
+    if nonce:
+        os.write(1, b"\x1e" + AGENT_NAME.encode() + b":" + nonce.encode("ascii") + b"\n")
+
+
 def main(argv):
     args = json.loads(argv[0])
+    say_started(args.get("nonce"))
     mode = args.get("mode")
     if mode in ("serve-probes", None):
         give_back_memory()

@@ -1,6 +1,6 @@
 """Following a log on a host: run the agent over a transport, across reconnects.
 
-:class:`Follower` starts the agent (``tui/remote/agent.py``, sent in argv and
+:class:`Follower` starts the agent (``tui/remote/agent.py``, sent on its stdin and
 never installed), decodes its frames through :class:`~tui.core.follow.FollowState`
 and yields rows in order. When the connection drops it says so, waits for the
 link to come back, and restarts the agent from the last delivered (dev, inode,
@@ -10,52 +10,19 @@ offset), so no line is lost or shown twice.
 from __future__ import annotations
 
 import asyncio
-import base64
-import json
-import sys
 import time
-import zlib
 from collections.abc import AsyncIterator
-from functools import lru_cache
-from pathlib import Path
 
 from tui.core.follow import FileInfo, FollowState, Start
 from tui.core.frames import FrameDecoder, FrameError
 from tui.core.logcursor import EventKind, EventRow, LogEvent, Row
 from tui.errors import AuthError, HostKeyError, TransportError
+from tui.remote.agentcall import chatter_note, stream_agent
 from tui.remote.backoff import backoff_delay
-from tui.remote.local import LocalTransport
 from tui.remote.transport import Transport
 
-AGENT_PATH = Path(__file__).with_name("agent.py")
-# Decompresses the agent from argv and runs it as __main__; its own argv stays last.
-BOOTSTRAP = (
-    "import base64,sys,zlib;"
-    "exec(compile(zlib.decompress(base64.b64decode(sys.argv[1])),'babysit-agent','exec'))"
-)
 #: Seconds between attempts to restart the agent after a failure that is not a lost link.
 RETRY_DELAY = 2.0
-
-
-@lru_cache(maxsize=1)
-def agent_payload() -> str:
-    return base64.b64encode(zlib.compress(AGENT_PATH.read_bytes(), 9)).decode("ascii")
-
-
-def agent_argv(transport: Transport, args: dict[str, object]) -> list[str]:
-    """The argv that runs the agent with ``args`` on the transport's host."""
-    python = sys.executable if isinstance(transport, LocalTransport) else "python3"
-    # -I: no PYTHON* variables, user site or current folder can put another module in
-    # the agent's way; -S: no site-packages to scan (the agent needs the stdlib only).
-    return [
-        python,
-        "-I",
-        "-S",
-        "-c",
-        BOOTSTRAP,
-        agent_payload(),
-        json.dumps(args, separators=(",", ":")),
-    ]
 
 
 class Follower:
@@ -98,18 +65,28 @@ class Follower:
         otherwise runs until cancelled."""
         lost_at: float | None = None
         failures = 0
+        chatter_said = False
         while True:
             start = self.state.resume_start(self.initial)
             try:
-                async with self.transport.stream(
-                    agent_argv(self.transport, self._args(start)), stdin=True
-                ) as process:
+                async with stream_agent(self.transport, self._args(start)) as process:
                     decoder = FrameDecoder()
                     first = True
                     async for chunk in process.chunks():
                         batch: list[Row] = []
                         if first:
                             first = False
+                            if process.chatter and not chatter_said:
+                                chatter_said = True
+                                batch.append(
+                                    EventRow(
+                                        LogEvent(
+                                            EventKind.SHELL_CHATTER,
+                                            chatter_note(process.chatter),
+                                            time.time(),
+                                        )
+                                    )
+                                )
                             self.connected = True
                             if lost_at is not None:
                                 batch.extend(self.state.reconnected(time.monotonic() - lost_at))
@@ -140,6 +117,8 @@ class Follower:
                         LogEvent(EventKind.ERROR, f"garbled follower output: {error}", time.time())
                     )
                 ]
+                if not self.follow:
+                    return
                 await asyncio.sleep(RETRY_DELAY)
             except (HostKeyError, AuthError):
                 raise  # retrying cannot help, and may lock the account

@@ -15,7 +15,7 @@ from tui.config import Engine, Host, MetricsSource, Service
 from tui.core.report import ProbeDetails, ServiceReport, build_report
 from tui.core.runs import Assessment, ServiceProbe, assess, unknown
 from tui.errors import CommandTimeout, TransportError
-from tui.remote.follow import agent_argv
+from tui.remote.agentcall import run_agent, stream_agent
 from tui.remote.transport import Completed, RemoteProcess, Transport
 
 PROBE_TIMEOUT = 20.0
@@ -159,8 +159,9 @@ class ProbeChannel:
 
     async def _start(self) -> _Agent:
         stack = contextlib.AsyncExitStack()
-        argv = agent_argv(self.transport, {"mode": "serve-probes"})
-        process = await stack.enter_async_context(self.transport.stream(argv, stdin=True))
+        process = await stack.enter_async_context(
+            stream_agent(self.transport, {"mode": "serve-probes"})
+        )
         self._agent = _Agent(stack, process, aiter(process.chunks()))
         self.starts += 1
         return self._agent
@@ -246,7 +247,7 @@ async def _probe(
         if channel is not None:
             result = await channel.ask(request, timeout=PROBE_TIMEOUT)
         else:
-            result = await transport.run(agent_argv(transport, request), timeout=PROBE_TIMEOUT)
+            result = (await run_agent(transport, request, timeout=PROBE_TIMEOUT)).completed
     except TransportError as error:
         now = time.time()
         return [(unknown(host.name, s.name, error.message, now), none) for s in chosen]

@@ -56,6 +56,7 @@ WARNING_EVENTS = frozenset(
         EventKind.MISSING,
         EventKind.DISCONNECTED,
         EventKind.WRITER_GONE,
+        EventKind.SHELL_CHATTER,
     }
 )
 TAB_SIZE = 8

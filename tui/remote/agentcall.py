@@ -1,0 +1,262 @@
+"""Starting the agent on a host: what its command line holds, what its stdin carries,
+and where its own output begins.
+
+The agent (``tui/remote/agent.py``) is sent on every use and never installed. Its
+command line is the same short, fixed text for every request::
+
+    python3 -I -S -c BOOTSTRAP
+
+and everything that varies travels on its stdin, never in argv: first a header
+line ``<source bytes> <request bytes>``, then the zlib-compressed source, then
+the request's JSON. So no request's text (a service's ``match:`` regex, a log
+path, a kill's pids) ever sits in a command line where the host's other users,
+or babysit's own ``match:`` search, could see it; and the BOOTSTRAP text, which
+holds :data:`AGENT_MARK`, is how the agent tells babysit's own processes (itself,
+other agents, the shells that started them) from the servers it looks for.
+
+What the agent prints begins with a mark line carrying a per-call nonce (see
+:func:`start_mark`). A login shell that prints something on a non-interactive
+login (a ``.bashrc`` that echoes) writes before the agent starts: those bytes
+are skipped and kept as :attr:`AgentOutput.chatter`, so they can be named, and
+can never be taken for an answer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+import sys
+import zlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from tui.core.sanitize import clean_line
+from tui.errors import TransportError
+from tui.remote.local import LocalTransport
+from tui.remote.transport import Completed, RemoteProcess, Transport
+
+AGENT_PATH = Path(__file__).with_name("agent.py")
+
+#: The name the agent's code is compiled under; it is in the BOOTSTRAP text, so in the
+#: command line of every process that runs or starts an agent (agent.py: AGENT_NAME).
+AGENT_MARK = "babysit-agent"
+
+# Reads "<n> <m>\n", then n bytes of compressed source and m bytes of request, straight
+# from fd 0 (no buffering, so what follows on stdin stays for the agent), and runs the
+# source as __main__ with the request as its only argument. No single quote in it: a
+# shell's quoting leaves it whole, so it is found in the login shell's command line too.
+BOOTSTRAP = f"""import os,sys
+def r(n):
+ b=b""
+ while len(b)<n:
+  c=os.read(0,n-len(b))
+  if not c:sys.exit(70)
+  b+=c
+ return b
+h=b""
+while h[-1:]!=b"\\n":h+=r(1)
+s,q=[int(x) for x in h.split()]
+src=r(s)
+sys.argv=["{AGENT_MARK}",r(q).decode("utf-8")]
+import zlib
+exec(compile(zlib.decompress(src),"{AGENT_MARK}","exec"))
+"""
+
+#: The exit status of a bootstrap whose stdin ended before the agent arrived.
+EXIT_NO_INPUT = 70
+
+#: At most this many bytes before the agent's mark line are kept (and skipped).
+MAX_CHATTER = 64 * 1024
+
+
+@lru_cache(maxsize=1)
+def agent_source() -> bytes:
+    return zlib.compress(AGENT_PATH.read_bytes(), 9)
+
+
+def agent_argv(transport: Transport) -> list[str]:
+    """The agent's command line on the transport's host: the same for every request."""
+    python = sys.executable if isinstance(transport, LocalTransport) else "python3"
+    # -I: no PYTHON* variables, user site or current folder can put another module in
+    # the agent's way; -S: no site-packages to scan (the agent needs the stdlib only).
+    return [python, "-I", "-S", "-c", BOOTSTRAP]
+
+
+def start_mark(nonce: str) -> bytes:
+    """The first line the agent prints: bytes before it are not the agent's."""
+    return b"\x1e" + AGENT_MARK.encode() + b":" + nonce.encode() + b"\n"
+
+
+def agent_input(args: dict[str, object]) -> tuple[bytes, str]:
+    """What the agent's stdin must begin with to run ``args``, and the call's nonce."""
+    nonce = secrets.token_hex(8)
+    request = json.dumps({**args, "nonce": nonce}, separators=(",", ":")).encode("utf-8")
+    source = agent_source()
+    return b"%d %d\n" % (len(source), len(request)) + source + request, nonce
+
+
+def chatter_text(chatter: bytes) -> str:
+    """The stray bytes in a few printable words, for messages: ``'Welcome to …'``."""
+    lines = [clean_line(line).strip() for line in chatter.decode("utf-8", "replace").splitlines()]
+    lines = [line for line in lines if line]
+    first = lines[0] if lines else ""
+    if len(first) > 60:
+        first = first[:59] + "…"
+    return f"'{first}…'" if len(lines) > 1 and not first.endswith("…") else f"'{first}'"
+
+
+def chatter_note(chatter: bytes) -> str:
+    """Plain words for a login shell that prints on a non-interactive login."""
+    return (
+        f"the login shell printed {chatter_text(chatter)} before babysit's agent started "
+        "(a .bashrc or profile that prints on a non-interactive login); babysit skips it, "
+        "but scripts over ssh see it too: print only when the shell is interactive "
+        "(bash: [[ $- == *i* ]] || return)"
+    )
+
+
+@dataclass
+class Preamble:
+    """Finds the agent's mark line in its output; what came before is chatter."""
+
+    mark: bytes
+    chatter: bytes = b""
+    found: bool = False
+    _pending: bytearray = field(default_factory=bytearray)
+
+    def feed(self, data: bytes) -> bytes:
+        """The agent's own bytes among ``data`` (nothing until the mark has been seen)."""
+        if self.found:
+            return data
+        self._pending += data
+        at = self._pending.find(self.mark)
+        if at < 0:
+            # Keep enough to find a mark split across chunks; the rest is chatter.
+            keep = len(self.mark) - 1
+            if len(self._pending) > keep:
+                cut = len(self._pending) - keep
+                self._add_chatter(bytes(self._pending[:cut]))
+                del self._pending[:cut]
+            return b""
+        self._add_chatter(bytes(self._pending[:at]))
+        rest = bytes(self._pending[at + len(self.mark) :])
+        self._pending.clear()
+        self.found = True
+        return rest
+
+    def finish(self) -> None:
+        """The output ended: what is still pending was chatter too."""
+        if not self.found and self._pending:
+            self._add_chatter(bytes(self._pending))
+            self._pending.clear()
+
+    def _add_chatter(self, data: bytes) -> None:
+        room = MAX_CHATTER - len(self.chatter)
+        if room > 0:
+            self.chatter += data[:room]
+
+
+@dataclass(frozen=True)
+class AgentResult:
+    """A finished one-shot agent: ``completed.stdout`` holds only the agent's own output."""
+
+    completed: Completed
+    chatter: bytes = b""
+    #: False when the agent never printed its mark (it did not start, or died first).
+    started: bool = True
+
+    @property
+    def ok(self) -> bool:
+        return self.completed.ok and self.started
+
+
+def split_output(completed: Completed, nonce: str) -> AgentResult:
+    preamble = Preamble(start_mark(nonce))
+    rest = preamble.feed(completed.stdout)
+    preamble.finish()
+    return AgentResult(
+        Completed(completed.argv, completed.exit_status, rest, completed.stderr, completed.signal),
+        preamble.chatter,
+        preamble.found,
+    )
+
+
+async def run_agent(
+    transport: Transport, args: dict[str, object], *, timeout: float
+) -> AgentResult:
+    """Run the agent once with ``args`` and collect its output."""
+    stdin, nonce = agent_input(args)
+    completed = await transport.run(agent_argv(transport), timeout=timeout, stdin=stdin)
+    return split_output(completed, nonce)
+
+
+class AgentProcess(RemoteProcess):
+    """A streaming agent: its chunks start after its mark line."""
+
+    def __init__(self, process: RemoteProcess, nonce: str) -> None:
+        self._process = process
+        self.preamble = Preamble(start_mark(nonce))
+
+    @property
+    def chatter(self) -> bytes:
+        return self.preamble.chatter
+
+    @property
+    def started(self) -> bool:
+        return self.preamble.found
+
+    async def chunks(self) -> AsyncIterator[bytes]:  # type: ignore[override]
+        async for chunk in self._process.chunks():
+            mine = self.preamble.feed(chunk)
+            if mine:
+                yield mine
+        self.preamble.finish()
+
+    async def read_stderr(self) -> bytes:
+        return await self._process.read_stderr()
+
+    async def write(self, data: bytes) -> None:
+        await self._process.write(data)
+
+    async def close_stdin(self) -> None:
+        await self._process.close_stdin()
+
+    async def wait(self) -> int | None:
+        return await self._process.wait()
+
+
+@contextlib.asynccontextmanager
+async def stream_agent(
+    transport: Transport, args: dict[str, object]
+) -> AsyncIterator[AgentProcess]:
+    """Start the agent with ``args`` and stream its output; leaving the block ends it
+    (its stdin closes, and the agent exits on EOF, except while it kills: see agent.kill).
+
+    The caller keeps the agent's stdin: the long-lived modes read further requests
+    from it, and all of them take its end as the sign that babysit is gone."""
+    stdin, nonce = agent_input(args)
+    async with transport.stream(agent_argv(transport), stdin=True) as process:
+        # A write that fails means the agent is already gone; reading its output says why.
+        with contextlib.suppress(TransportError, BrokenPipeError, ConnectionError):
+            await process.write(stdin)
+        yield AgentProcess(process, nonce)
+
+
+__all__ = [
+    "AGENT_MARK",
+    "BOOTSTRAP",
+    "EXIT_NO_INPUT",
+    "AgentProcess",
+    "AgentResult",
+    "Preamble",
+    "agent_argv",
+    "agent_input",
+    "chatter_note",
+    "run_agent",
+    "split_output",
+    "start_mark",
+    "stream_agent",
+]
