@@ -39,6 +39,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
+from tui.core.engines import ARGS_HEADS
+
 
 class Engine(enum.Enum):
     """The log formats this module reads (``tui.config.Engine`` minus ``generic``)."""
@@ -739,9 +741,14 @@ _START_ENGINE = {
     RunMarker.VLLM_ARGS: Engine.VLLM,
 }
 _MARKER_TEXTS = (
-    ("] server_args=", RunMarker.SGLANG_SERVER_ARGS),
-    ("] non-default args: ", RunMarker.VLLM_ARGS),
-    ("] args: Namespace(", RunMarker.VLLM_ARGS),
+    # the args line, printed once per run, after the line's prefix (``…] ``)
+    *(
+        (
+            "] " + head.text,
+            RunMarker.SGLANG_SERVER_ARGS if head.engine == "sglang" else RunMarker.VLLM_ARGS,
+        )
+        for head in ARGS_HEADS
+    ),
     ("vLLM API server version ", RunMarker.VLLM_VERSION),
     ("vLLM server version ", RunMarker.VLLM_VERSION),
     ("The server is fired up and ready to roll!", RunMarker.SGLANG_READY),
