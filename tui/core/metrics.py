@@ -59,13 +59,15 @@ class Engine(enum.Enum):
 
 
 class Unit(enum.Enum):
-    """How a canonical value is measured. ``FRACTION`` is stored 0-1 and shown as a percent."""
+    """How a canonical value is measured. The value is the unit's name in JSON; what a
+    person sees is :meth:`format`. ``FRACTION`` is a 0-1 number (``"unit": "fraction"``,
+    ``0.81``) shown as a percent (``81%``)."""
 
     TOKENS_PER_S = "tok/s"
     TOKENS_PER_STEP = "tok/step"
     TOKENS = "tok"
     REQUESTS = "req"
-    FRACTION = "%"
+    FRACTION = "fraction"
     WATTS = "W"
     MIB = "MiB"
     CELSIUS = "C"
