@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -159,6 +160,29 @@ MISTAKES = [
         "{path}:5: hosts.a.services.s.match: not a valid regular expression",
         id="bad-regex",
     ),
+    pytest.param(
+        "hosts:\n  a:\n    local: true\n    services:\n"
+        "      s:\n        log: /l\n        port: 30000\n        match: sglang\n",
+        "{path}:8: hosts.a.services.s.match: 'sglang' is too broad: its literal text 'sglang' "
+        "names nothing of this service's own, so it would claim any such process, another "
+        "user's included; every way it can match must contain, as literal text, the service's "
+        "port, a path",
+        id="bare-name-match",
+    ),
+    pytest.param(
+        "hosts:\n  a:\n    local: true\n    services:\n"
+        "      s: {log: /l, port: 8000, match: 'vllm serve|--port 8000'}\n",
+        "{path}:5: hosts.a.services.s.match: 'vllm serve|--port 8000' is too broad: "
+        "its alternative 'vllm serve' names nothing",
+        id="bare-name-alternative",
+    ),
+    pytest.param(
+        "hosts:\n  a:\n    local: true\n    services:\n"
+        "      s: {log: /l, match: 'python3 -m sglang.launch_server (--port 30000)?'}\n",
+        "{path}:5: hosts.a.services.s.match: 'python3 -m sglang.launch_server (--port 30000)?' "
+        "is too broad: its literal text 'python3 -m sglang … launch_server ' names nothing",
+        id="optional-part-is-not-required-text",
+    ),
     pytest.param("", "{path}:1: hosts: the file is empty", id="empty-file"),
     pytest.param(
         "hots:\n  a: {}\n",
@@ -304,13 +328,35 @@ def test_any_text_either_parses_or_raises_config_error(text: str) -> None:
         assert error.message.startswith("fuzz.yaml")
 
 
+@pytest.mark.parametrize(
+    ("pattern", "port"),
+    [
+        (r"sglang\.launch_server .*--port 30000", None),  # a flag with its value
+        ("--served-model-name=qwen", None),
+        ("vllm serve Qwen/Qwen3-8B", None),  # a path
+        ("/workspace/launch_sglang.sh 7$", None),
+        (":30000( |$)", 30000),  # the service's own port
+        ("tui sim .*--port[ ](30001|30002)( |$)", None),  # every alternative names a port
+    ],
+)
+def test_a_match_that_names_something_of_the_service_is_accepted(
+    pattern: str, port: int | None
+) -> None:
+    port_line = f"        port: {port}\n" if port else ""
+    host = parse_config(
+        "hosts:\n  a:\n    local: true\n    services:\n      s:\n        log: /l\n"
+        f"{port_line}        match: {json.dumps(pattern)}\n"
+    ).hosts["a"]
+    assert host.services["s"].match == pattern
+
+
 def test_instances_expand_with_templates() -> None:
     config = parse_config(
         "hosts:\n  b200:\n    local: true\n    services:\n      dp:\n"
         "        engine: sglang\n        instances: 8\n"
         "        log: /workspace/dflash/logs/sglang_gpu{i}.log\n"
         '        port: "{30000 + i}"\n        gpus: ["{i}"]\n'
-        "        match: 'launch_sglang.sh {i}$'\n"
+        "        match: '/workspace/launch_sglang.sh {i}$'\n"
         '        launch: {command: [bash, /workspace/launch_sglang.sh, "{i}"], env: {GPU: "{i}"}}\n'
         "groups:\n  nodes: [b200]\n"
     )
@@ -318,7 +364,7 @@ def test_instances_expand_with_templates() -> None:
     assert list(services) == [f"dp-{i}" for i in range(8)]
     seven = services["dp-7"]
     assert seven.log == "/workspace/dflash/logs/sglang_gpu7.log"
-    assert (seven.port, seven.gpus, seven.match) == (30007, (7,), "launch_sglang.sh 7$")
+    assert (seven.port, seven.gpus, seven.match) == (30007, (7,), "/workspace/launch_sglang.sh 7$")
     assert seven.launch is not None
     assert seven.launch.command == ("bash", "/workspace/launch_sglang.sh", "7")
     assert dict(seven.launch.env) == {"GPU": "7"}

@@ -292,10 +292,11 @@ def test_status_cli_text_json_and_exit_codes(
     config.write_text(
         "hosts:\n  gpu:\n    local: true\n    services:\n"
         f"      live: {{engine: sglang, log: {json.dumps(str(live_log))}, "
-        f"match: 'port {live.port}'}}\n"
+        f"match: '--port {live.port}'}}\n"
         f"      loading: {{engine: sglang, log: {json.dumps(str(loading_log))}, "
-        f"match: 'port {loading.port}'}}\n"
-        f"      dead: {{engine: sglang, log: {json.dumps(str(dead_log))}, match: 'nothing-x'}}\n"
+        f"match: '--port {loading.port}'}}\n"
+        f"      dead: {{engine: sglang, log: {json.dumps(str(dead_log))}, "
+        "match: '--model-path /nothing-x'}\n"
     )
     assert main(["status", "gpu/live", "--config", str(config)]) == 0
     assert main(["status", "gpu/live", "gpu/loading", "--config", str(config)]) == 1

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.servers import Server
 
+from tui.config import parse_config
 from tui.core.launch import (
     FlagSet,
     FlagStatus,
@@ -20,6 +25,8 @@ from tui.core.launch import (
     speculative,
 )
 from tui.core.metrics import Engine
+from tui.remote.probe import report_host
+from tui.remote.transport import Transport
 
 SGLANG = ("python3", "-m", "sglang.launch_server")
 VLLM = ("vllm", "serve")
@@ -417,3 +424,40 @@ def test_sglang_printing_nextn_as_eagle_is_not_a_change() -> None:
     row = next(r for r in diff.rows if r.flag == "--speculative-algorithm")
     assert row.status is FlagStatus.SAME
     assert diff.changed == ()
+
+
+# --- the args line as the probe finds it, over every transport --------------------
+
+
+@pytest.mark.parametrize(
+    ("engine", "version", "expected"),
+    [
+        ("sglang", "0.5.18", ReportedFormat.SGLANG_REPR),
+        ("sglang", "0.5.20", ReportedFormat.SGLANG_DICT),  # server_args={...}
+        ("vllm", "0.33.0", ReportedFormat.VLLM_NON_DEFAULT),
+    ],
+)
+async def test_the_probe_brings_back_each_releases_args_line(
+    transport: Transport,
+    tmp_path: Path,
+    servers: list[Server],
+    *,
+    engine: str,
+    version: str,
+    expected: ReportedFormat,
+) -> None:
+    log = tmp_path / "serve.log"
+    server = Server(log, engine, version=version)
+    servers.append(server)
+    ready = {"sglang": "The server is fired up", "vllm": "Application startup complete."}
+    server.wait_for(ready[engine])
+    host = parse_config(
+        "hosts:\n  gpu:\n    local: true\n    services:\n"
+        f"      svc: {{engine: {engine}, log: {json.dumps(str(log))}, port: {server.port}}}\n"
+    ).hosts["gpu"]
+    (report,) = await report_host(transport, host, gpus=False)
+    assert report.assessment.run is not None and report.assessment.run.root.pid == server.pid
+    assert report.launch is not None and report.launch.reported is not None
+    assert report.launch.reported.format is expected
+    assert report.launch.reported.values["port"] == server.port
+    assert report.to_json()["launch"]["reported"]["format"] == expected.value

@@ -164,6 +164,10 @@ def test_healthy_speculative_run_has_accept_metrics_and_no_hints(
             load.result()
         assert entry["launch"]["missing"] == []
         assert 3.0 < entry["metrics"]["accept_len"]["value"] < 5.0
+        # 0-1 fractions say so (the screen shows them as percents)
+        for name in ("accept_rate", "token_usage"):
+            metric = entry["metrics"][name]
+            assert metric["unit"] == "fraction" and 0 <= metric["value"] <= 1, (name, metric)
         assert [h["rule"] for h in entry["hints"]] == []
     finally:
         if entry and entry["process"]:

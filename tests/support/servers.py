@@ -33,6 +33,7 @@ def sim_argv(
     load: float = 0.3,
     scenario: str = "healthy",
     extra: tuple[str, ...] = (),
+    version: str | None = None,
 ) -> list[str]:
     model = "Qwen/Qwen3-8B"
     return [
@@ -42,6 +43,7 @@ def sim_argv(
         "sim",
         "--engine",
         engine,
+        *(("--engine-version", version) if version else ()),
         "--port",
         str(port),
         "--load-seconds",
@@ -71,6 +73,7 @@ class Server:
         load: float = 0.3,
         scenario: str = "healthy",
         state: Path | None = None,
+        version: str | None = None,
     ) -> None:
         self.log = log
         self.port = port or free_port()
@@ -80,7 +83,7 @@ class Server:
             env["BABYSIT_SIM_STATE"] = str(state)
         with log.open("ab") as out:
             self.proc = subprocess.Popen(
-                sim_argv(engine, self.port, load=load, scenario=scenario),
+                sim_argv(engine, self.port, load=load, scenario=scenario, version=version),
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,

@@ -27,6 +27,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from tui.core.engines import ARGS_HEADS
 from tui.core.metrics import Engine
 
 # --- argv -------------------------------------------------------------------------
@@ -276,12 +277,7 @@ class ReportedFormat(enum.Enum):
         return Engine.SGLANG if self.value.startswith("sglang") else Engine.VLLM
 
 
-_REPORT_HEADS = (
-    ("server_args=ServerArgs(", ReportedFormat.SGLANG_REPR),
-    ("server_args={", ReportedFormat.SGLANG_DICT),
-    ("non-default args: {", ReportedFormat.VLLM_NON_DEFAULT),
-    ("args: Namespace(", ReportedFormat.VLLM_NAMESPACE),
-)
+_REPORT_HEADS = tuple((head.text, ReportedFormat(head.form)) for head in ARGS_HEADS)
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
+from tui.core.engines import ARGS_HEADS
+
 
 class Engine(enum.Enum):
     """The log formats this module reads (``tui.config.Engine`` minus ``generic``)."""
@@ -57,13 +59,15 @@ class Engine(enum.Enum):
 
 
 class Unit(enum.Enum):
-    """How a canonical value is measured. ``FRACTION`` is stored 0-1 and shown as a percent."""
+    """How a canonical value is measured. The value is the unit's name in JSON; what a
+    person sees is :meth:`format`. ``FRACTION`` is a 0-1 number (``"unit": "fraction"``,
+    ``0.81``) shown as a percent (``81%``)."""
 
     TOKENS_PER_S = "tok/s"
     TOKENS_PER_STEP = "tok/step"
     TOKENS = "tok"
     REQUESTS = "req"
-    FRACTION = "%"
+    FRACTION = "fraction"
     WATTS = "W"
     MIB = "MiB"
     CELSIUS = "C"
@@ -739,9 +743,14 @@ _START_ENGINE = {
     RunMarker.VLLM_ARGS: Engine.VLLM,
 }
 _MARKER_TEXTS = (
-    ("] server_args=", RunMarker.SGLANG_SERVER_ARGS),
-    ("] non-default args: ", RunMarker.VLLM_ARGS),
-    ("] args: Namespace(", RunMarker.VLLM_ARGS),
+    # the args line, printed once per run, after the line's prefix (``…] ``)
+    *(
+        (
+            "] " + head.text,
+            RunMarker.SGLANG_SERVER_ARGS if head.engine == "sglang" else RunMarker.VLLM_ARGS,
+        )
+        for head in ARGS_HEADS
+    ),
     ("vLLM API server version ", RunMarker.VLLM_VERSION),
     ("vLLM server version ", RunMarker.VLLM_VERSION),
     ("The server is fired up and ready to roll!", RunMarker.SGLANG_READY),

@@ -616,8 +616,8 @@ AGENT_NAME = "babysit-agent"
 LOG_HEAD = 4096
 LOG_TAIL = 8192
 READY_SCAN = 8 * 1024 * 1024
-# The line where the server prints the arguments it really runs with, after the anchor.
-ARGS_NEEDLES = [b"server_args=ServerArgs(", b"non-default args: {", b"args: Namespace("]
+# How far past the anchor to look for the line where the server prints the arguments it
+# really runs with (the request names that line's heads: "args_heads").
 ARGS_SCAN = 4 * 1024 * 1024
 # Start times are known to 1/100 s (clock ticks and /proc/uptime); allow that much.
 START_SLACK = 0.05
@@ -979,7 +979,7 @@ def scan_for(fd, start, end, needles, limit=READY_SCAN):
     return None
 
 
-def readiness(log_path, run, record, ready_patterns, engine):
+def readiness(log_path, run, record, ready_patterns, engine, args_heads=()):  # noqa: PLR0917
     """Where this run's bytes begin in the log, and whether its ready line is there."""
     st = stat_or_none(log_path)
     if st is None:
@@ -1002,7 +1002,8 @@ def readiness(log_path, run, record, ready_patterns, engine):
             anchor, source = find_anchor(fd, st.st_size, run["start_time"], year, tag)
         if anchor is None:
             return {"anchor": None, "source": source, "seen": None}
-        args_line = scan_for(fd, anchor, st.st_size, ARGS_NEEDLES, limit=ARGS_SCAN)
+        heads = [h.encode() for h in args_heads]
+        args_line = scan_for(fd, anchor, st.st_size, heads, limit=ARGS_SCAN) if heads else None
         if not ready_patterns:
             return {
                 "anchor": anchor,
@@ -1254,6 +1255,7 @@ def probe_service(view, service):
                 record if "record" in run["sources"] else None,
                 service.get("ready", []),
                 service.get("engine"),
+                service.get("args_heads") or (),
             )
         runs.append(run)
     # Only when the log cannot tell: SGLang answers /health by running a generation,

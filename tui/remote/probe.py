@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 from tui.config import Engine, Host, MetricsSource, Service
+from tui.core.engines import args_heads
 from tui.core.report import ProbeDetails, ServiceReport, build_report
 from tui.core.runs import Assessment, ServiceProbe, assess, unknown
 from tui.errors import CommandTimeout, TransportError
@@ -67,6 +68,8 @@ def probe_request(
                 "match": s.match,
                 "launch": list(s.launch.command) if s.launch else None,
                 "ready": list(s.ready or READY_PATTERNS[s.engine]),
+                # the heads of the line where the server prints the args it runs with
+                "args_heads": list(args_heads(s.engine.value)),
                 "record_dir": f"{host_state_dir()}/{s.name}",
             }
             for s in services

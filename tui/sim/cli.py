@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--engine-version",
         metavar="V",
-        help="release whose log format to follow (sglang 0.4.0-0.5.18, default "
+        help="release whose log format to follow (sglang 0.4.0-0.5.18 and 0.5.20-0.5.21, default "
         "0.5.11; vllm 0.6.0-0.7.3 and 0.8.5-0.33.x, default 0.20.0)",
     )
     parser.add_argument(

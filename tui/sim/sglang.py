@@ -1,11 +1,12 @@
-"""A simulated SGLang server (``python -m sglang.launch_server``), 0.4.0 to 0.5.18.
+"""A simulated SGLang server (``python -m sglang.launch_server``), 0.4.0 to 0.5.18 and
+0.5.20 to 0.5.21.
 
 Every line follows the format strings of the chosen release (see the table in
 :meth:`SGLang.decode_line`): the ``[%Y-%m-%d %H:%M:%S{ TPn}]`` prefix (rank tag
 always up to 0.4.6, only with tp > 1 from 0.4.7; ``.mmm`` with
 ``SGLANG_LOG_MS=1`` from 0.5.6), ``server_args=ServerArgs(...)`` built from the
-flags, the load/KV/graph sequence, uvicorn lines re-formatted with the
-timestamp (from 0.4.6), the warmup requests, then
+flags (``server_args={...}``, the resolved dict, from 0.5.20), the load/KV/graph
+sequence, uvicorn lines re-formatted with the timestamp (from 0.4.6), the warmup requests, then
 ``The server is fired up and ready to roll!``. Prefill lines come once per
 scheduled batch and Decode lines every ``--decode-log-interval`` forward steps
 while requests run; an idle server prints nothing (except what ``/health``
@@ -46,7 +47,10 @@ from tui.sim.prom import Exposition
 from tui.sim.version import V
 
 MIN_VERSION = V("0.4.0")
-MAX_VERSION = V("0.5.18")
+MAX_VERSION = V("0.5.21")
+#: The releases simulated: 0.5.19 is left out (its format was not read), and 0.5.22 on
+#: redact the args line in a way not simulated.
+RELEASES = ((MIN_VERSION, V("0.5.18")), (V("0.5.20"), MAX_VERSION))
 DEFAULT_VERSION = "0.5.11"
 DEFAULT_PORT = 30000
 DEFAULT_MODEL = "Qwen/Qwen3-8B"
@@ -488,10 +492,14 @@ class SGLang(Engine):
         def memory(stage: str) -> Callable[[], None]:
             return lambda: self.host.set_memory([mem.used_after(stage)] * self.cfg.tp)
 
-        args = ", ".join(f"{key}={_repr(value)}" for key, value in self.args.items())
+        if self.v >= V("0.5.20"):  # logger.info(f"server_args={server_args.resolved_dict()}")
+            args_line = f"server_args={self.args!r}"
+        else:  # logger.info(f"{server_args=}"): the dataclass repr
+            args = ", ".join(f"{key}={_repr(value)}" for key, value in self.args.items())
+            args_line = f"server_args=ServerArgs({args})"
         at(
             0.0,
-            lambda: self.main(f"server_args=ServerArgs({args})"),
+            lambda: self.main(args_line),
             lambda: self.host.set_phase("loading"),
         )
         at(0.04, ranks("Init torch distributed begin."))
@@ -1080,6 +1088,6 @@ KIND = EngineKind(
     default_port=DEFAULT_PORT,
     aliases=ALIASES,
     tp_flags=("tp_size",),
-    releases=((MIN_VERSION, MAX_VERSION),),
+    releases=RELEASES,
     factory=SGLang,
 )
