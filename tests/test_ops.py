@@ -93,7 +93,7 @@ async def test_relaunch_outlives_its_connection_then_kill_takes_the_whole_tree(
         events = [
             e
             async for e in kill_run(
-                transport, KillTarget.of(a.run, a.boot_id or "", port), grace=10
+                transport, KillTarget.of(a.run, a.boot_id or "", service), grace=10
             )
         ]
         outcome = outcome_of(events)
@@ -102,7 +102,7 @@ async def test_relaunch_outlives_its_connection_then_kill_takes_the_whole_tree(
             psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie" for pid in tree
         )
         assert outcome.port_owners == []
-        assert f"port {port} is closed" in outcome.summary(KillTarget.of(a.run, "", port), port)
+        assert f"port {port} is closed" in outcome.summary(KillTarget.of(a.run, "", service), port)
     finally:
         await links.close()
 
@@ -123,7 +123,7 @@ async def test_ignore_sigterm_is_killed_after_the_grace(tmp_path: Path) -> None:
         events = [
             e
             async for e in kill_run(
-                transport, KillTarget.of(a.run, a.boot_id or "", None), grace=1.0
+                transport, KillTarget.of(a.run, a.boot_id or "", host.services["qwen"]), grace=1.0
             )
         ]
         signals = [e.data.get("signal") for e in events if e.kind == "signalled"]
@@ -146,9 +146,9 @@ async def test_a_changed_identity_is_never_signalled(tmp_path: Path) -> None:
         # What the user confirmed was another process that had this pid before.
         stale = KillTarget(boot_id, ((server.pid, ticks - 1),), None)
         events = [e async for e in kill_run(transport, stale, grace=1)]
-        assert [e.kind for e in events] == ["changed", "done"]
+        assert [e.kind for e in events] == ["started", "changed", "done"]
         assert (
-            events[0].message == f"pid {server.pid} is now another process: nothing was signalled"
+            events[1].message == f"pid {server.pid} is now another process: nothing was signalled"
         )
         assert server.proc.poll() is None
         other_boot = KillTarget("another-boot", ((server.pid, ticks),), None)

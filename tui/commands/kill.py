@@ -1,8 +1,12 @@
 """`babysit kill HOST/SERVICE --pid PID`: stop the verified run, and only it.
 
 ``--pid`` must be the pid of the run babysit sees now: you confirm what you saw.
-Progress goes to stderr (or JSON lines with ``--json``); exit 0 only when every
-process of the run is gone.
+Progress goes to stderr (or JSON lines with ``--json``). Exit 0 only when every
+process of the run is gone, the port closed and the service's GPUs hold no memory;
+1 when something is left; 2 when the kill was refused (nothing was signalled); 3 when
+the connection was lost and the kill's end could not be read back (the kill still
+finishes on the host, and its record there is named). Every kill that reached the
+host is in the audit log, whatever its end.
 """
 
 from __future__ import annotations
@@ -14,8 +18,8 @@ from tui.cli import add_config_option, add_json_option
 from tui.commands import say
 from tui.commands.ui import resolve
 from tui.config import Host, Service, load_config
-from tui.errors import UsageError
-from tui.ops.kill import DEFAULT_GRACE, KillTarget, kill_run, outcome_of
+from tui.errors import BabysitError, UsageError
+from tui.ops.kill import DEFAULT_GRACE, KillTarget, check_grace, kill_run, outcome_of
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -39,6 +43,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.grace is not None:
+        check_grace(args.grace)
     config = load_config(args.config)
     host_name, _, service_name = args.target.partition("/")
     host, service = resolve(config, host_name, service_name or None)
@@ -62,7 +68,7 @@ async def _kill(host: Host, service: Service, pid: int, grace: float, *, json_ou
                 f"{service.label}: pid {pid} is not the run babysit sees ({seen}; "
                 f"{assessment.line}); nothing was signalled"
             )
-        target = KillTarget.of(run, assessment.boot_id or "", service.port)
+        target = KillTarget.of(run, assessment.boot_id or "", service)
         say(
             json_out,
             "plan",
@@ -70,20 +76,32 @@ async def _kill(host: Host, service: Service, pid: int, grace: float, *, json_ou
             f"{len(run.pids) - 1} child process(es): SIGTERM, {grace:g} s, then SIGKILL",
             pids=list(run.pids),
         )
+        identity = {"boot_id": target.boot_id, "pid": pid, "start_ticks": run.root.start_ticks}
         events = []
-        async for event in kill_run(transport, target, grace=grace):
-            events.append(event)
-            if event.kind != "done":
-                say(
-                    json_out,
-                    "progress",
-                    f"{service.label}: {event.message}",
-                    event=event.kind,
-                    pid=event.pid,
-                )
+        try:
+            async for event in kill_run(transport, target, grace=grace):
+                events.append(event)
+                if event.kind not in ("done", "refused", "unknown"):
+                    say(
+                        json_out,
+                        "progress",
+                        f"{service.label}: {event.message}",
+                        event=event.kind,
+                        pid=event.pid,
+                    )
+        except BabysitError as error:
+            audit(
+                host,
+                service,
+                "kill",
+                identity=identity,
+                command=list(run.root.cmdline),
+                result=f"failed: {error.message}",
+                ok=False,
+            )
+            raise
         outcome = outcome_of(events)
         summary = outcome.summary(target, service.port)
-        identity = {"boot_id": target.boot_id, "pid": pid, "start_ticks": run.root.start_ticks}
         audit(
             host,
             service,
@@ -94,6 +112,6 @@ async def _kill(host: Host, service: Service, pid: int, grace: float, *, json_ou
             ok=outcome.ok,
         )
         say(json_out, "result", f"{service.label}: {summary}", ok=outcome.ok)
-        return 0 if outcome.ok else 1
+        return outcome.exit_status
     finally:
         await links.close()

@@ -17,7 +17,7 @@ from tui.cli import add_config_option, add_json_option
 from tui.commands import say
 from tui.commands.ui import resolve
 from tui.config import Host, Service, load_config
-from tui.ops.kill import KillTarget, kill_run, outcome_of
+from tui.ops.kill import KillTarget, check_grace, kill_run, outcome_of
 from tui.ops.relaunch import DEFAULT_TIMEOUT, WaitProgress, WaitResult
 
 
@@ -47,6 +47,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.grace is not None:
+        check_grace(args.grace)
     config = load_config(args.config)
     host_name, _, service_name = args.target.partition("/")
     host, service = resolve(config, host_name, service_name or None)
@@ -71,7 +73,7 @@ async def _relaunch(host: Host, service: Service, args: argparse.Namespace) -> i
         transport = open_transport(host, links)
         (assessment,) = await probe_host(transport, host, [service])
         if args.replace and assessment.run is not None:
-            target = KillTarget.of(assessment.run, assessment.boot_id or "", service.port)
+            target = KillTarget.of(assessment.run, assessment.boot_id or "", service)
             say(args.json, "progress", f"{label}: stopping pid {target.root_pid} first")
             events = [
                 e

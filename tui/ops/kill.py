@@ -5,26 +5,99 @@ root and of each descendant seen at that moment. On the host, the agent opens
 a pidfd for each pid, re-checks its start time, and only then signals through
 that pidfd, so a pid that now belongs to another process is left alone (and
 the user told). SIGTERM to the tree, ``grace`` seconds, then SIGKILL for what is
-left. Afterwards: is the port closed, and is the GPU memory released?
+left. Afterwards: is the port closed, and does anything still hold memory on
+the service's GPUs?
+
+Never signalled, whatever was confirmed (the agent refuses, saying why, before
+any signal): pid 1; babysit's own processes and those of its connection (the
+agent and everything above it on the host, babysit and everything above it
+here when the host is this machine, babysit's other agents); a tree larger than
+the service could have (:func:`max_processes`).
+
+The kill runs on the host in a worker of its own, so it finishes whatever
+becomes of its channel, and keeps its steps in ``<record_dir>/kills/<kill
+id>.json`` there. When the channel is lost before the end, :func:`kill_run`
+reads that record back (reconnecting as the transport does) and reports the
+end; when it cannot, it says so and where the record is.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import math
+import os
+import secrets
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
+from tui.config import Service
+from tui.core.launch import ALIASES, FlagSet
 from tui.core.runs import Run
-from tui.errors import BabysitError
-from tui.remote.agentcall import stream_agent
+from tui.errors import BabysitError, TransportError, UsageError
+from tui.remote.agentcall import run_agent, stream_agent
+from tui.remote.probe import host_state_dir
 from tui.remote.transport import Transport
 
 DEFAULT_GRACE = 30.0
+#: The longest grace babysit waits between SIGTERM and SIGKILL (as for ``stop_grace``).
+MAX_GRACE = 3600.0
+#: Processes one rank of a server may plausibly have: the rank itself, a helper or two,
+#: and a pool of compile workers (PyTorch inductor starts up to 32 per process).
+PROCESSES_PER_RANK = 34
+#: Processes a server has whatever its ranks: API server, tokenizer, detokenizer,
+#: multiprocessing's resource trackers, a launcher shell.
+PROCESSES_SHARED = 16
+#: After the channel is lost, how long past the grace the kill's record is waited for:
+#: the agent's SIGKILL wait (10 s), its settle and two nvidia-smi queries.
+READ_BACK_SLACK = 15.0
+#: The agent's last event of a kill.
+FINAL = ("done", "refused", "error")
+#: The parallel sizes a command line may give, by argparse destination (both engines).
+PARALLEL_FLAGS = (
+    ("tp_size", "tensor_parallel_size", "tp"),
+    ("pp_size", "pipeline_parallel_size", "pp"),
+    ("dp_size", "data_parallel_size", "dp"),
+)
 
 
 class IdentityChanged(BabysitError):
     title = "identity-changed"
     exit_status = 2
+
+
+def check_grace(grace: float, what: str = "--grace") -> float:
+    """``grace`` when it is a number of seconds babysit will really wait; a plain
+    error otherwise (nan, infinite, negative or zero, more than an hour)."""
+    if not (isinstance(grace, int | float) and math.isfinite(grace) and 0 < grace <= MAX_GRACE):
+        raise UsageError(
+            f"{what} must be a number of seconds, more than 0 and at most {MAX_GRACE:g} "
+            f"(not {grace!r}); nothing was signalled"
+        )
+    return float(grace)
+
+
+def max_processes(run: Run, service: Service | None) -> int:
+    """The most processes the service's run can plausibly have: per rank (tensor x
+    pipeline x data parallel, from the run's command line, and at least one per GPU of
+    ``gpus:``) :data:`PROCESSES_PER_RANK`, plus :data:`PROCESSES_SHARED`. A larger tree
+    is not a server: it is what a match on a shell, a session or init would find."""
+    engine = {e.value: e for e in ALIASES}.get(service.engine.value) if service else None
+    flags = FlagSet.parse(run.root.cmdline)
+    by_dest = flags.by_dest(None)
+    if engine is not None:
+        by_dest.update(flags.by_dest(engine))
+    ranks = 1
+    for names in PARALLEL_FLAGS:
+        for name in names:
+            flag = by_dest.get(name)
+            value = flag.value() if flag is not None else None
+            if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 4096:
+                ranks *= value
+                break
+    ranks = max(ranks, len(service.gpus) if service is not None else 0, 1)
+    return ranks * PROCESSES_PER_RANK + PROCESSES_SHARED
 
 
 @dataclass(frozen=True)
@@ -34,10 +107,23 @@ class KillTarget:
     boot_id: str
     processes: tuple[tuple[int, int], ...]  # (pid, start ticks), root first
     port: int | None = None
+    #: The service's ``gpus:`` (checked for memory left after the kill).
+    gpus: tuple[int, ...] = ()
+    #: More processes than this and the agent refuses (see :func:`max_processes`).
+    max_processes: int | None = None
+    #: The service's folder of records on the host (``<host state>/<service>``).
+    record_dir: str | None = None
 
     @classmethod
-    def of(cls, run: Run, boot_id: str, port: int | None) -> KillTarget:
-        return cls(boot_id, tuple((p.pid, p.start_ticks) for p in run.processes), port)
+    def of(cls, run: Run, boot_id: str, service: Service) -> KillTarget:
+        return cls(
+            boot_id,
+            tuple((p.pid, p.start_ticks) for p in run.processes),
+            service.port,
+            tuple(service.gpus),
+            max_processes(run, service),
+            f"{host_state_dir()}/{service.name}",
+        )
 
     @property
     def root_pid(self) -> int:
@@ -46,7 +132,9 @@ class KillTarget:
 
 @dataclass(frozen=True)
 class KillEvent:
-    """One step on the host: signalled, exited, changed (left alone), gone, refused, done."""
+    """One step on the host: started, signalled, exited, changed (left alone), gone,
+    refused, done; and on the way: lost (the channel; its record is read back), unknown
+    (its end could not be read back)."""
 
     kind: str
     pid: int | None
@@ -60,17 +148,49 @@ class KillOutcome:
     changed: list[int] = field(default_factory=list)
     remaining: list[int] = field(default_factory=list)
     port_owners: list[object] = field(default_factory=list)
-    gpu_held_by_target: list[dict[str, object]] = field(default_factory=list)
-    gpu_checked: bool = False
+    #: The agent's GPU check (see agent.gpu_held): None when there was nothing to check.
+    gpu: dict[str, object] | None = None
     refused: str | None = None
+    #: The channel was lost during the kill (its end came from the host's record).
+    interrupted: str | None = None
+    #: The end of the kill could not be read back: what babysit knows, and where it is.
+    unknown: str | None = None
+
+    @property
+    def gpu_held(self) -> list[dict[str, object]]:
+        held = (self.gpu or {}).get("held")
+        return list(held) if isinstance(held, list) else []
 
     @property
     def ok(self) -> bool:
-        return self.refused is None and not self.changed and not self.remaining
+        return (
+            self.refused is None
+            and self.unknown is None
+            and not self.changed
+            and not self.remaining
+            and not self.gpu_held
+        )
+
+    @property
+    def exit_status(self) -> int:
+        """``babysit kill``'s exit status (README): 0 all gone and released; 1 something
+        left; 2 refused, nothing signalled; 3 the end could not be read back."""
+        if self.unknown is not None:
+            return 3
+        if self.refused is not None:
+            return 2
+        return 0 if self.ok else 1
 
     def summary(self, target: KillTarget, port: int | None) -> str:
         if self.refused:
             return self.refused
+        if self.unknown:
+            sent = (
+                f"signalled before the loss: {', '.join(map(str, self.signalled))}"
+                if self.signalled
+                else "nothing was signalled before the loss"
+            )
+            return f"{self.unknown}; {sent}"
         parts = []
         if self.changed:
             parts.append(
@@ -90,57 +210,208 @@ class KillOutcome:
                 if not self.port_owners
                 else f"port {port} is still held by {self.port_owners}"
             )
-        if self.gpu_checked:
+        gpu_words = _gpu_words(self.gpu)
+        if gpu_words:
+            parts.append(gpu_words)
+        if self.interrupted:
             parts.append(
-                "GPU memory released"
-                if not self.gpu_held_by_target
-                else "GPU memory still held by "
-                + ", ".join(
-                    f"pid {a['pid']} ({a['used_mib']} MiB)" for a in self.gpu_held_by_target
-                )
+                "the connection was lost during the kill; its end was read back from the "
+                "host's record"
             )
         return "; ".join(parts)
 
 
-async def kill_run(
-    transport: Transport, target: KillTarget, *, grace: float = DEFAULT_GRACE
-) -> AsyncIterator[KillEvent]:
-    """Kill ``target`` on the host, yielding each step; the last event is ``done``."""
-    args = {
+def _gpu_words(gpu: dict[str, object] | None) -> str | None:
+    if not gpu:
+        return None
+    if not gpu.get("checked"):
+        return f"GPU memory not checked: {gpu.get('reason')}"
+    indexes = [int(i) for i in gpu.get("gpus") or []]  # type: ignore[union-attr]
+    named = f"GPU{'s' if len(indexes) != 1 else ''} {', '.join(map(str, indexes))}"
+    scope = (
+        f"the service's {named}"
+        if gpu.get("source") == "gpus"
+        else f"{named} (the GPUs the run held memory on; the service names no gpus:)"
+    )
+    held = gpu.get("held") or []
+    if not held:
+        return f"no process holds memory on {scope}"
+    each = ", ".join(
+        f"pid {a['pid']} (user {a.get('user') or 'unknown: not visible here'}, "
+        f"{'signalled' if a.get('signalled') else 'not signalled'}) holds {a['used_mib']} MiB "
+        f"on GPU {a['gpu']}"
+        for a in held  # type: ignore[union-attr]
+    )
+    return f"GPU memory is still held on {scope}: {each}"
+
+
+def new_kill_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(4)
+
+
+def client_chain() -> dict[str, object]:
+    """This machine's boot id and babysit's own process with every process above it:
+    when the host is this machine, none of them is ever signalled."""
+    processes = []
+    pid = os.getpid()
+    seen = set()
+    while pid > 1 and pid not in seen:
+        seen.add(pid)
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            break
+        processes.append([pid, int(fields[19])])
+        pid = int(fields[1])
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as handle:
+            boot_id = handle.read().strip()
+    except OSError:
+        boot_id = ""
+    return {"boot_id": boot_id, "processes": processes}
+
+
+def kill_request(
+    target: KillTarget, grace: float, kill_id: str, client: dict[str, object]
+) -> dict[str, object]:
+    """The agent's kill arguments: the one place they are built."""
+    return {
         "mode": "kill",
+        "kill_id": kill_id,
+        "record_dir": target.record_dir or host_state_dir(),
         "boot_id": target.boot_id,
-        "grace": grace,
+        "grace": check_grace(grace),
         "port": target.port,
+        "gpus": list(target.gpus),
+        "max_processes": target.max_processes,
+        "client": client,
         "targets": [{"pid": pid, "start_ticks": ticks} for pid, ticks in target.processes],
     }
+
+
+def record_path(request: dict[str, object]) -> str:
+    return f"{request['record_dir']}/kills/{request['kill_id']}.json"
+
+
+async def kill_run(
+    transport: Transport,
+    target: KillTarget,
+    *,
+    grace: float = DEFAULT_GRACE,
+    kill_id: str | None = None,
+) -> AsyncIterator[KillEvent]:
+    """Kill ``target`` on the host, yielding each step; the last event is ``done`` or
+    ``refused`` (``unknown`` when the channel was lost and the end could not be read back)."""
+    check_grace(grace)
+    request = kill_request(
+        target, grace, kill_id or new_kill_id(), await asyncio.to_thread(client_chain)
+    )
     pids = {pid for pid, _ in target.processes}
-    saw_done = False
-    async with stream_agent(transport, args) as process:
-        buffer = b""
-        async for chunk in process.chunks():
-            buffer += chunk
-            while b"\n" in buffer:
-                raw, buffer = buffer.split(b"\n", 1)
-                if raw.strip():
-                    event = _event(json.loads(raw), pids)
-                    saw_done = saw_done or event.kind in ("done", "refused")
-                    yield event
-        stderr = await process.read_stderr()
-        status = await process.wait()
-    if not saw_done:
-        detail = stderr.decode("utf-8", "replace").strip().splitlines()
+    seen: set[int] = set()
+    path = record_path(request)
+    finished = False
+    lost: str | None = None
+    status: int | None = None
+    detail: list[str] = []
+    try:
+        async with stream_agent(transport, request) as process:
+            buffer = b""
+            async for chunk in process.chunks():
+                buffer += chunk
+                while b"\n" in buffer:
+                    raw, buffer = buffer.split(b"\n", 1)
+                    if raw.strip():
+                        data = json.loads(raw)
+                        seen.add(int(data.get("seq", len(seen))))
+                        event = _event(data, pids)
+                        path = str(event.data.get("record") or path)
+                        finished = finished or event.kind in FINAL
+                        yield event
+            detail = (await process.read_stderr()).decode("utf-8", "replace").strip().splitlines()
+            status = await process.wait()
+    except TransportError as error:
+        lost = error.message
+    if finished:
+        return
+    if lost is None and not seen:
         raise BabysitError(
-            f"{transport.chain_text}: the kill did not finish (exit {status}): "
+            f"{transport.chain_text}: the kill did not start (exit {status}): "
             f"{detail[-1] if detail else 'no message'}; check the processes by hand",
             title="kill-failed",
         )
+    lost = lost or f"{transport.chain_text}: the agent ended before the kill did (exit {status})"
+    yield KillEvent(
+        "lost",
+        None,
+        f"{lost}; the kill goes on on the host without it: reading its record {path} …",
+        {"reason": lost, "record": path},
+    )
+    record, error = await _read_back(transport, request, time.monotonic() + grace + READ_BACK_SLACK)
+    for data in (record or {}).get("events") or []:
+        if isinstance(data, dict) and int(data.get("seq", -1)) not in seen:
+            yield _event(dict(data), pids)
+    if record is not None and record.get("state") == "finished":
+        return
+    why = (
+        "the host's record says it is still running"
+        if record is not None
+        else f"no record could be read: {error or 'none found'}"
+    )
+    yield KillEvent(
+        "unknown",
+        None,
+        f"{transport.chain_text}: the connection was lost during the kill and its end could "
+        f"not be read back ({why}); the kill goes on on the host without it, and what it "
+        f"did will be in {path} there",
+        {"record": path},
+    )
+
+
+async def _read_back(
+    transport: Transport, request: dict[str, object], deadline: float
+) -> tuple[dict | None, str | None]:
+    """The kill's record on the host once it is finished, or the last one read (or
+    None and why) when ``deadline`` comes first. Each try reconnects as the transport does."""
+    args = {
+        "mode": "kill-record",
+        "record_dir": request["record_dir"],
+        "kill_id": request["kill_id"],
+    }
+    record: dict | None = None
+    error: str | None = None
+    while True:
+        remaining = deadline - time.monotonic()
+        try:
+            done = (
+                await run_agent(transport, args, timeout=max(min(remaining, 10), 1))
+            ).completed
+            lines = [x for x in done.stdout.splitlines() if x.strip()]
+            answer = json.loads(lines[-1]) if lines else {}
+            if answer.get("t") == "record":
+                record = answer.get("record") or record
+                error = None if answer.get("record") else f"no record at {answer.get('path')}"
+            else:
+                error = done.stderr_line() or f"the agent gave no answer (exit {done.exit_status})"
+        except (TransportError, ValueError) as failure:
+            error = str(failure)
+        if record is not None and record.get("state") == "finished":
+            return record, None
+        if time.monotonic() >= deadline:
+            return record, error
+        await asyncio.sleep(min(1.0, max(deadline - time.monotonic(), 0)))
 
 
 def _event(data: dict[str, object], pids: set[int]) -> KillEvent:
     kind = str(data.pop("t"))
     pid = data.get("pid")
     pid = pid if isinstance(pid, int) else None
-    if kind == "signalled":
+    if kind == "started":
+        where = data.get("record")
+        message = f"the kill runs on the host as pid {data.get('worker')}" + (
+            f"; its record: {where}" if where else "; it could not write its record there"
+        )
+    elif kind == "signalled":
         message = f"sent {data['signal']} to pid {pid} ({data['method']})"
     elif kind == "exited":
         message = f"pid {pid} exited"
@@ -150,10 +421,9 @@ def _event(data: dict[str, object], pids: set[int]) -> KillEvent:
         message = f"pid {pid} is now another process: nothing was signalled"
     elif kind == "refused":
         message = str(data.get("reason"))
+    elif kind == "error":
+        message = f"the kill failed on the host: {data.get('message')}"
     elif kind == "done":
-        apps = data.get("gpu_apps")
-        held = [a for a in apps or [] if isinstance(a, dict) and a.get("pid") in pids]
-        data["gpu_held_by_target"] = held
         message = "done"
     else:
         message = kind
@@ -164,14 +434,19 @@ def outcome_of(events: list[KillEvent]) -> KillOutcome:
     outcome = KillOutcome()
     for event in events:
         if event.kind == "signalled" and event.pid is not None:
-            outcome.signalled.append(event.pid)
+            if event.pid not in outcome.signalled:
+                outcome.signalled.append(event.pid)
         elif event.kind == "changed" and event.pid is not None:
             outcome.changed.append(event.pid)
         elif event.kind == "refused":
             outcome.refused = event.message
+        elif event.kind == "lost":
+            outcome.interrupted = str(event.data.get("reason") or event.message)
+        elif event.kind in ("unknown", "error"):
+            outcome.unknown = event.message
         elif event.kind == "done":
             outcome.remaining = list(event.data.get("remaining") or [])  # type: ignore[arg-type]
             outcome.port_owners = list(event.data.get("port_owners") or [])  # type: ignore[arg-type]
-            outcome.gpu_checked = event.data.get("gpu_apps") is not None
-            outcome.gpu_held_by_target = list(event.data["gpu_held_by_target"])  # type: ignore[arg-type]
+            gpu = event.data.get("gpu")
+            outcome.gpu = gpu if isinstance(gpu, dict) else None
     return outcome

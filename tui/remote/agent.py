@@ -1504,56 +1504,286 @@ def gpu_apps():
     return apps
 
 
-def kill(args):
-    """SIGTERM the verified tree, wait the grace, SIGKILL what is left; report as we go."""
-    boot_id = read_text("/proc/sys/kernel/random/boot_id").strip()
-    if args.get("boot_id") and args["boot_id"] != boot_id:
-        emit_line(
-            "refused", reason="the host rebooted since the run was seen: nothing was signalled"
+# ---------------------------------------------------------------------- kill
+#
+# A kill runs in a worker of its own (forked, setsid'd, its stdio on /dev/null), so it
+# finishes on the host whatever becomes of the channel that asked for it: the lifeline's
+# SIGTERM, a dropped connection, the caller's process group ended, EOF on stdin. The
+# front process only relays the worker's steps to the caller. Every step is also kept in
+# ``<record_dir>/kills/<kill id>.json``, which a caller that lost the channel reads back.
+
+KILL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+#: How many kill records a service's folder keeps (the newest).
+KILL_RECORDS_KEPT = 50
+#: Seconds SIGKILLed processes get to be gone.
+KILL_WAIT = 10.0
+#: The bound on a run's processes when the caller gives none (one rank's worth).
+DEFAULT_MAX_PROCESSES = 50
+MAX_GRACE = 3600.0
+
+
+def kill_record_path(args):
+    kill_id = str(args.get("kill_id") or "")
+    if not KILL_ID.match(kill_id) or not args.get("record_dir"):
+        return None
+    return os.path.join(os.path.expanduser(args["record_dir"]), "kills", kill_id + ".json")
+
+
+class KillLog(object):
+    """The steps of one kill: to the caller while it listens (``out_fd``), and to the
+    host's record at ``path``, rewritten whole at each step, whatever the channel does."""
+
+    def __init__(self, path, header, out_fd=None):
+        self.path = path
+        self.out_fd = out_fd
+        self.record = dict(header)
+        self.record.update(state="running", started_at=time.time(), events=[])
+        self.saved = path is not None
+        if path is not None:
+            prune_kill_records(os.path.dirname(path))
+
+    def emit(self, kind, **fields):
+        fields["t"] = kind
+        fields["seq"] = len(self.record["events"])
+        self.record["events"].append(fields)
+        self.save()
+        self.send((json.dumps(fields) + "\n").encode("utf-8"))
+
+    def finish(self, status):
+        self.record.update(state="finished", status=status, finished_at=time.time())
+        self.save()
+
+    def save(self):
+        if not self.saved:
+            return
+        try:
+            folder = os.path.dirname(self.path)
+            if not os.path.isdir(folder):
+                os.makedirs(folder)
+            part = self.path + ".part"
+            with open(part, "w") as out:
+                out.write(json.dumps(self.record))
+            os.rename(part, self.path)
+        except OSError:
+            self.saved = False  # the kill goes on; the caller is told there is no record
+
+    def send(self, data):
+        """To the caller, never blocking: the first write that fails (the front is gone,
+        or the channel stalls) ends the sending; the record has every step."""
+        if self.out_fd is None:
+            return
+        try:
+            if os.write(self.out_fd, data) == len(data):
+                return
+        except OSError:
+            pass
+        os.close(self.out_fd)
+        self.out_fd = None
+
+
+def prune_kill_records(folder):
+    try:
+        names = sorted(n for n in os.listdir(folder) if n.endswith(".json"))
+    except OSError:
+        return
+    paths = [os.path.join(folder, n) for n in names]
+    paths.sort(key=lambda p: os.stat(p).st_mtime if os.path.exists(p) else 0)
+    for path in paths[: max(0, len(paths) - (KILL_RECORDS_KEPT - 1))]:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def own_processes(view, client):
+    """{pid: what it is} for babysit's own processes here: babysit and what is above it
+    when the caller runs on this very machine; this agent and every process above it (the
+    shells, the sshd session or pct exec that carry its channel); babysit's other agents."""
+    own = {}
+    if client and client.get("boot_id") == view.boot_id:
+        for pid, ticks in client.get("processes") or []:
+            info = view.table.get(pid)
+            if info is not None and info["start_ticks"] == ticks:
+                own[pid] = "babysit itself, or a process above it (its shell or terminal)"
+    pid, first = view.me, True
+    while pid in view.table and pid not in own:
+        own[pid] = (
+            "babysit's agent for this kill"
+            if first
+            else "above babysit's agent on this host: it carries babysit's own connection"
         )
+        first = False
+        pid = view.table[pid]["ppid"]
+    for pid, info in view.table.items():
+        # ProcessView.alive is the one place that tells babysit's agents from the rest.
+        if pid not in own and info["state"] != "Z" and not view.alive(pid):
+            own[pid] = "one of babysit's agents"
+    return own
+
+
+def kill_refusal(args, view):  # noqa: PLR0911 - one return per reason
+    """Why this kill must not send a single signal, or None."""
+    nothing = "; nothing was signalled"
+    if args.get("boot_id") and args["boot_id"] != view.boot_id:
+        return "the host rebooted since the run was seen" + nothing
+    try:
+        grace = float(args.get("grace", 30))
+    except (TypeError, ValueError):
+        grace = float("nan")
+    if not 0 < grace <= MAX_GRACE:  # also false for nan
+        return "the grace must be more than 0 and at most %g seconds" % MAX_GRACE + nothing
+    targets = [(t["pid"], t["start_ticks"]) for t in args["targets"]]
+    if any(pid == 1 for pid, _ in targets):
+        return (
+            "pid 1 is init (the first process of this host or container): babysit never "
+            "signals it" + nothing
+        )
+    own = own_processes(view, args.get("client"))
+    for pid, ticks in targets:
+        info = view.table.get(pid)
+        if pid in own and info is not None and info["start_ticks"] == ticks:
+            return "pid %d (%s) is %s: babysit never signals its own processes%s" % (
+                pid,
+                info["comm"],
+                own[pid],
+                nothing,
+            )
+    bound = int(args.get("max_processes") or DEFAULT_MAX_PROCESSES)
+    why = (
+        "more than this service could have (at most %d); it may be a shell, a session or "
+        "init matched by mistake" % bound
+    )
+    if len(targets) > bound:
+        return "the run has %d processes, %s%s" % (len(targets), why, nothing)
+    root, ticks = targets[0]
+    info = view.table.get(root)
+    if info is not None and info["start_ticks"] == ticks:
+        now = 1 + len(view.descendants(root))
+        if now > bound:
+            return (
+                "the run's tree has grown to %d processes since it was confirmed (%d then), %s%s"
+                % (
+                    now,
+                    len(targets),
+                    why,
+                    nothing,
+                )
+            )
+    return None
+
+
+def kill(args):
+    """SIGTERM the verified tree, wait the grace, SIGKILL what is left; report as we go.
+
+    Refused, with the reason, before any signal: another boot, pid 1, any of babysit's
+    own processes, a tree larger than the service could have. Otherwise the work is done
+    by a detached worker (see above) and this process relays its steps."""
+    path = kill_record_path(args)
+    header = {"kill_id": args.get("kill_id"), "targets": args["targets"], "port": args.get("port")}
+    refused = kill_refusal(args, ProcessView())
+    if refused is not None:
+        log = KillLog(path, header, out_fd=1)
+        log.emit("refused", reason=refused)
+        log.finish(3)
         return 3
+    sys.stdout.flush()
+    read_fd, write_fd = os.pipe()
+    worker = os.fork()
+    if worker == 0:
+        status = 1
+        try:
+            os.close(read_fd)
+            detach()
+            import fcntl
+
+            flags = fcntl.fcntl(write_fd, fcntl.F_GETFL)
+            fcntl.fcntl(write_fd, fcntl.F_SETFL, flags | os.O_NONBLOCK)
+            log = KillLog(path, header, out_fd=write_fd)
+            log.emit("started", worker=os.getpid(), record=path if log.saved else None)
+            try:
+                status = run_kill(args, log)
+            except Exception as error:  # said in the record, never lost with the channel
+                log.emit("error", message="%s: %s" % (type(error).__name__, error))
+            log.finish(status)
+        finally:
+            os._exit(status)
+    os.close(write_fd)
+    relay(read_fd)
+    _, wait_status = os.waitpid(worker, 0)
+    return os.WEXITSTATUS(wait_status) if os.WIFEXITED(wait_status) else 1
+
+
+def detach():
+    """The worker leaves the caller's session and stdio: nothing aimed at the channel's
+    processes (a lifeline's SIGTERM, a group's SIGKILL, a hangup, a closed pipe) reaches it."""
+    import signal as signal_module
+
+    os.setsid()
+    for name in ("SIGHUP", "SIGINT", "SIGPIPE"):
+        signal_module.signal(getattr(signal_module, name), signal_module.SIG_IGN)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    if null > 2:
+        os.close(null)
+
+
+def relay(read_fd):
+    """The worker's lines to stdout until the worker ends; once stdout fails, keep
+    draining (so the worker never waits on us) but stop writing."""
+    writing = True
+    while True:
+        chunk = os.read(read_fd, 65536)
+        if not chunk:
+            break
+        while writing and chunk:
+            try:
+                chunk = chunk[os.write(1, chunk) :]
+            except OSError:
+                writing = False
+    os.close(read_fd)
+
+
+def run_kill(args, log):
     handles = []
     for target in args["targets"]:
         pid, ticks = target["pid"], target["start_ticks"]
         try:
             pidfd = pidfd_open(pid)
         except ProcessLookupError:
-            emit_line("gone", pid=pid)
+            log.emit("gone", pid=pid)
             continue
         now_ticks = start_ticks_of(pid)
         if now_ticks is None:
-            emit_line("gone", pid=pid)
+            log.emit("gone", pid=pid)
         elif now_ticks != ticks:
-            emit_line("changed", pid=pid, start_ticks=now_ticks)
+            log.emit("changed", pid=pid, start_ticks=now_ticks)
             if pidfd is not None:
                 os.close(pidfd)
         else:
             handles.append((pid, ticks, pidfd))
-    if not handles:
-        emit_line(
-            "done",
-            remaining=[],
-            port_owners=port_owners(args["port"]) if args.get("port") else [],
-            gpu_apps=gpu_apps(),
-        )
-        return 0
+    gpus = args.get("gpus") or []
+    # Without gpus:, the service's GPUs are those its run holds memory on now.
+    before = gpu_apps() if handles and not gpus else None
+    signalled = set()
     method = "pidfd" if all(h[2] is not None for h in handles) else "kill after re-check"
     for pid, ticks, pidfd in handles:
         if pidfd is None and start_ticks_of(pid) != ticks:
-            emit_line("changed", pid=pid, start_ticks=start_ticks_of(pid))
+            log.emit("changed", pid=pid, start_ticks=start_ticks_of(pid))
             continue
         try:
             send_signal(pid, pidfd, 15)
-            emit_line("signalled", pid=pid, signal="SIGTERM", method=method)
+            signalled.add(pid)
+            log.emit("signalled", pid=pid, signal="SIGTERM", method=method)
         except (ProcessLookupError, OSError):
-            emit_line("gone", pid=pid)
+            log.emit("gone", pid=pid)
     deadline = time.time() + float(args.get("grace", 30))
     alive = list(handles)
     while alive and time.time() < deadline:
         still = []
         for handle in alive:
             if gone(*handle):
-                emit_line("exited", pid=handle[0])
+                log.emit("exited", pid=handle[0])
             else:
                 still.append(handle)
         alive = still
@@ -1564,10 +1794,11 @@ def kill(args):
             continue
         try:
             send_signal(pid, pidfd, 9)
-            emit_line("signalled", pid=pid, signal="SIGKILL", method=method)
+            signalled.add(pid)
+            log.emit("signalled", pid=pid, signal="SIGKILL", method=method)
         except (ProcessLookupError, OSError):
             pass
-    deadline = time.time() + 10
+    deadline = time.time() + KILL_WAIT
     while alive and time.time() < deadline:
         alive = [h for h in alive if not gone(*h)]
         if alive:
@@ -1575,14 +1806,98 @@ def kill(args):
     for _pid, _ticks, pidfd in handles:
         if pidfd is not None:
             os.close(pidfd)
-    time.sleep(float(args.get("settle", 0.5)))
-    emit_line(
+    if handles:
+        time.sleep(float(args.get("settle", 0.5)))
+    apps = gpu_apps()
+    held = gpu_held(gpus, [h[0] for h in handles], signalled, before, apps)
+    log.emit(
         "done",
         remaining=[h[0] for h in alive],
         port_owners=port_owners(args["port"]) if args.get("port") else [],
-        gpu_apps=gpu_apps(),
+        gpu_apps=apps,
+        gpu=held,
     )
-    return 0 if not alive else 1
+    return 0 if not alive and not (held or {}).get("held") else 1
+
+
+def gpu_index_of_uuid():
+    """{GPU uuid: index} from nvidia-smi, or None when it does not answer."""
+    status, stdout, _ = nvidia_smi("--query-gpu=index,uuid", "--format=csv,noheader")
+    if status != 0:
+        return None
+    found = {}
+    for line in stdout.splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) == 2 and parts[0].isdigit():
+            found[parts[1]] = int(parts[0])
+    return found
+
+
+def uid_name_of(pid):
+    for line in read_text("/proc/%d/status" % pid).splitlines():
+        if line.startswith("Uid:"):
+            return user_name(int(line.split()[1]))
+    return None
+
+
+def gpu_held(gpus, pids, signalled, before, after):
+    """What holds memory on the service's GPUs once the kill is over, whoever it is (a
+    process that escaped the tree holds it as surely as one that was signalled).
+
+    The service's GPUs are its ``gpus:`` indexes; without them, the GPUs the run's
+    processes held memory on just before the first signal. None when there is nothing to
+    check (no gpus: and no nvidia-smi); ``checked`` false with the reason when it cannot be."""
+    if after is None:
+        if not gpus:
+            return None
+        return {"checked": False, "reason": "nvidia-smi did not answer on the host"}
+    index_of = gpu_index_of_uuid()
+    if not index_of:
+        return {"checked": False, "reason": "nvidia-smi did not list the GPUs' uuids"}
+    if gpus:
+        scope, source = set(gpus), "gpus"
+    else:
+        scope = set(index_of.get(a["gpu_uuid"]) for a in before or [] if a["pid"] in pids)
+        scope.discard(None)
+        source = "run"
+        if not scope:
+            return (
+                None
+                if before is None
+                else {
+                    "checked": False,
+                    "reason": "the service names no gpus: and nvidia-smi listed none of the "
+                    "run's processes (inside a container it may show the host's pids)",
+                }
+            )
+    held = []
+    for app in after:
+        index = index_of.get(app["gpu_uuid"])
+        if index in scope and (app["used_mib"] or 0) > 0:
+            held.append(
+                {
+                    "pid": app["pid"],
+                    "used_mib": app["used_mib"],
+                    "gpu": index,
+                    "user": uid_name_of(app["pid"]),
+                    "signalled": app["pid"] in signalled,
+                }
+            )
+    return {"checked": True, "source": source, "gpus": sorted(scope), "held": held}
+
+
+def kill_record(args):
+    """The record of one kill (see KillLog), for a caller that lost the kill's channel."""
+    path = kill_record_path(args)
+    record = None
+    if path is not None:
+        try:
+            with open(path) as handle:
+                record = json.load(handle)
+        except (OSError, ValueError):
+            record = None
+    emit_line("record", path=path, record=record)
+    return 0
 
 
 def alive(args):
@@ -1796,7 +2111,13 @@ def main(argv):
     return 0
 
 
-ACTIONS = {"kill": kill, "alive": alive, "launch": launch, "preflight": preflight}
+ACTIONS = {
+    "kill": kill,
+    "kill-record": kill_record,
+    "alive": alive,
+    "launch": launch,
+    "preflight": preflight,
+}
 
 
 if __name__ == "__main__":

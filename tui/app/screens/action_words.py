@@ -31,6 +31,7 @@ class KillWords:
         self.killed: set[int] = set()
         self.ended: set[int] = set()
         self.changed: set[int] = set()
+        self.lost = False
         self.done = False
 
     def add(self, event: KillEvent) -> None:
@@ -42,7 +43,9 @@ class KillWords:
             self.ended.add(pid)
         elif event.kind == "changed" and pid is not None:
             self.changed.add(pid)
-        elif event.kind in ("done", "refused"):
+        elif event.kind == "lost":
+            self.lost = True
+        elif event.kind in ("done", "refused", "unknown"):
             self.done = True
 
     def text(self, elapsed: float) -> str:
@@ -51,6 +54,8 @@ class KillWords:
         if not self.termed and not self.ended and not self.changed:
             return head + f"checking each pid's identity … {seconds}"
         parts = []
+        if self.lost:
+            parts.append("connection lost, the kill goes on on the host: reading its record")
         if self.termed:
             of = f" to {len(self.termed)}" if self.total > 1 else ""
             parts.append(f"SIGTERM sent{of}")

@@ -597,7 +597,7 @@ class HostScreen(Screen[None]):
         """The guarded kill of exactly ``run`` as confirmed, as ``babysit kill`` does it."""
         service = self.service
         grace = service.stop_grace
-        target = KillTarget.of(run, a.boot_id or "", service.port)
+        target = KillTarget.of(run, a.boot_id or "", service)
         identity: dict[str, object] = {
             "boot_id": target.boot_id,
             "pid": run.root.pid,
@@ -616,7 +616,7 @@ class HostScreen(Screen[None]):
                 events.append(event)
                 words.add(event)
                 self.progress.redraw()
-                if event.kind in ("changed", "refused"):
+                if event.kind in ("changed", "refused", "lost"):
                     self.note(f"kill: {event.message}", ok=False)
         except Exception as error:
             await self._audit("kill", identity, command, f"failed: {error}", ok=False)
