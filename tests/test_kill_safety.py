@@ -603,6 +603,19 @@ def test_a_grace_that_is_not_a_sane_number_of_seconds_is_refused(
     assert server.proc.poll() is None
 
 
+@pytest.mark.parametrize("timeout", ["-5", "nan", "inf", "0"])
+def test_a_relaunch_wait_that_is_not_a_sane_number_of_seconds_is_refused(
+    timeout: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "serve.log"
+    service = {"engine": "sglang", "log": str(log), "launch": {"command": ["sleep", "60"]}}
+    config = write_config(tmp_path, "local", None, service)
+    argv = ["relaunch", "h/qwen", "--wait", f"--timeout={timeout}", "--config", str(config)]
+    assert main(argv) == 2
+    assert "--timeout must be a number of seconds, more than 0" in capsys.readouterr().err
+    assert not log.exists(), "nothing was started"
+
+
 async def test_kill_run_refuses_a_grace_that_is_not_finite(tmp_path: Path) -> None:
     from tui.errors import UsageError
 

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import shlex
 
 from tui.cli import add_config_option, add_json_option
 from tui.commands import say
 from tui.commands.ui import resolve
 from tui.config import Host, Service, load_config
+from tui.errors import UsageError
 from tui.ops.kill import KillTarget, check_grace, kill_run, outcome_of
 from tui.ops.relaunch import DEFAULT_TIMEOUT, WaitProgress, WaitResult
 
@@ -46,9 +48,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_json_option(parser)
 
 
+#: The longest --wait babysit accepts: a day, far past any model's load.
+MAX_TIMEOUT = 24 * 3600.0
+
+
 def run(args: argparse.Namespace) -> int:
     if args.grace is not None:
         check_grace(args.grace)
+    if not (math.isfinite(args.timeout) and 0 < args.timeout <= MAX_TIMEOUT):
+        raise UsageError(
+            f"--timeout must be a number of seconds, more than 0 and at most {MAX_TIMEOUT:g} "
+            f"(not {args.timeout!r}); nothing was started"
+        )
     config = load_config(args.config)
     host_name, _, service_name = args.target.partition("/")
     host, service = resolve(config, host_name, service_name or None)

@@ -383,9 +383,7 @@ async def _read_back(
     while True:
         remaining = deadline - time.monotonic()
         try:
-            done = (
-                await run_agent(transport, args, timeout=max(min(remaining, 10), 1))
-            ).completed
+            done = (await run_agent(transport, args, timeout=max(min(remaining, 10), 1))).completed
             lines = [x for x in done.stdout.splitlines() if x.strip()]
             answer = json.loads(lines[-1]) if lines else {}
             if answer.get("t") == "record":
