@@ -11,8 +11,11 @@ from pathlib import Path
 
 import pytest
 from support.servers import REPO, free_port, wait_until
+from support.sshd import Sshd
 
 from tui.cli import main
+
+PCT_VMID = 117
 
 SPEC = [
     "--speculative-algorithm",
@@ -209,6 +212,49 @@ def test_metrics_from_the_prometheus_page(
         assert metrics["running"]["offset"] is None  # from the page, not from a log line
         assert metrics["token_usage"]["stale"] is False
     finally:
+        server.kill()
+
+
+@pytest.mark.sshd
+@pytest.mark.parametrize("kind", ["local", "ssh", "pct"])
+def test_status_gives_vllm_throughput_from_prometheus_counters(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sshd: Sshd, kind: str
+) -> None:
+    """vLLM's /metrics has no throughput gauge, only counters: `status` reads the page
+    twice and gives the rate between the readings."""
+    from support.servers import Server, VllmLoad
+
+    log = tmp_path / "serve.log"
+    server = Server(log, engine="vllm", load=0.3)
+    load = None
+    try:
+        server.wait_for("Application startup complete.")
+        load = VllmLoad(server.port)
+        wait_until(lambda: load.generated() > 0, 20, "generated tokens on /metrics")
+        sshd.add_container(PCT_VMID)
+        host = {
+            "local": "gpu:\n  local: true\n",
+            "ssh": sshd.host_yaml("gpu"),
+            "pct": sshd.pct_host_yaml("gpu", PCT_VMID),
+        }[kind]
+        service = (
+            "  services:\n    qwen:\n"
+            f"      engine: vllm\n      log: {json.dumps(str(log))}\n"
+            f"      port: {server.port}\n      metrics: prometheus\n"
+            f"      match: 'tui sim .*--port {server.port} '\n"
+        )
+        config = tmp_path / "hosts.yaml"
+        config.write_text(
+            "hosts:\n" + "".join(f"  {line}\n" for line in (host + service).splitlines())
+        )
+        assert main(["status", "--json", "--config", str(config)]) == 0
+        metrics = json.loads(capsys.readouterr().out)["services"][0]["metrics"]
+        assert metrics["gen_throughput"]["value"] > 0, metrics
+        assert metrics["gen_throughput"]["unit"] == "tok/s"
+        assert metrics["gen_throughput"]["offset"] is None  # from the page, not the log
+    finally:
+        if load is not None:
+            load.stop()
         server.kill()
 
 
