@@ -267,3 +267,52 @@ def test_prometheus_needs_a_port() -> None:
             "hosts:\n  h:\n    local: true\n    services:\n"
             "      s: {log: /l, metrics: prometheus}\n"
         )
+
+
+@pytest.mark.parametrize(
+    ("engine", "version", "line"),
+    [
+        (
+            "sglang",
+            "0.5.21",
+            "crashed with exit code -9. Triggering SIGQUIT for cleanup...",
+        ),
+        (
+            "vllm",
+            "0.11.0",
+            "Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.",
+        ),
+        (
+            "vllm",
+            "0.33.0",
+            "Worker proc Worker_TP0 died unexpectedly (exit code: -9), shutting down executor.",
+        ),
+    ],
+)
+def test_a_death_while_serving_is_said_with_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], engine: str, version: str, line: str
+) -> None:
+    """A child killed (SIGKILL) after the server was ready: whether the process still
+    answers or is gone, status says what the log's run printed."""
+    from support.servers import Server
+
+    log = tmp_path / "serve.log"
+    server = Server(log, engine, load=0.3, scenario="killed-after:0.3", version=version)
+    try:
+        server.wait_for(line)
+        config = tmp_path / "hosts.yaml"
+        config.write_text(
+            "hosts:\n  gpu:\n    local: true\n    services:\n      qwen:\n"
+            f"        engine: {engine}\n        log: {json.dumps(str(log))}\n"
+            f"        port: {server.port}\n"
+            f"        match: 'tui sim .*--port {server.port} '\n"
+        )
+        main(["status", "--json", "--config", str(config)])
+        entry = json.loads(capsys.readouterr().out)["services"][0]
+        deaths = [h for h in entry["hints"] if h["rule"] == "death-line"]
+        assert len(deaths) == 1, entry["hints"]
+        assert line in deaths[0]["evidence"][0]
+        main(["status", "--config", str(config)])
+        assert "hint: " in capsys.readouterr().out
+    finally:
+        server.kill()

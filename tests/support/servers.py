@@ -136,6 +136,7 @@ def service_yaml(
     load: float = 0.5,
     tp: int = 1,
     stop_grace: float | None = None,
+    version: str | None = None,
 ) -> str:
     """The ``services:`` block (indented for a host entry) of one service ``qwen`` whose
     ``launch:`` starts a sim on ``port`` appending to ``log``."""
@@ -146,6 +147,7 @@ def service_yaml(
         "sim",
         "--engine",
         "sglang",
+        *(("--engine-version", version) if version else ()),
         "--port",
         str(port),
         "--load-seconds",

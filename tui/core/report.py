@@ -14,8 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
+from tui.core.engines import death_lines
 from tui.core.gpu import ServiceGpus, attribute, gpu_values, read_apps, read_gpus
-from tui.core.hints import Hint, hints
+from tui.core.hints import DeathLine, Hint, hints
 from tui.core.launch import LaunchDiff, launch_diff, parse_reported
 from tui.core.metrics import (
     Engine,
@@ -116,9 +117,14 @@ def build_report(
     scanner = LogScanner(metrics_engine)
     store = SeriesStore()
     name = assessment.service
+    deaths = death_lines(engine)
+    death: DeathLine | None = None  # the current run's first death line
     for text, offset in log_lines(details, anchor):
         found = scanner.feed(text, offset)
+        if death is None and any(d in text for d in deaths):
+            death = DeathLine(text, offset, running=writes_log)
         if isinstance(found, RunEvent) and found.kind is RunEventKind.STARTED:
+            death = None  # a new run began: what the earlier one printed is not its
             store.begin_run(name, found.run)
         elif isinstance(found, MetricSample) and log_metrics:
             store.add_sample(name, found, utc_offset=assessment.utc_offset)
@@ -158,7 +164,7 @@ def build_report(
     if run is not None:
         reported = parse_reported(details.args_line) if details.args_line else None
         launch = launch_diff(intended, list(run.root.cmdline), reported, engine=metrics_engine)
-    found_hints = tuple(hints(metrics, launch=launch, gpus=gpus))
+    found_hints = tuple(hints(metrics, launch=launch, gpus=gpus, death=death))
     return ServiceReport(assessment, metrics, launch, gpus, found_hints, sample)
 
 
