@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.servers import Server
+from support.servers import Server, VllmLoad
 from support.sshd import Sshd, start_sshd
 from textual.pilot import Pilot
 
 from tui.app.app import BabysitApp
-from tui.app.screens.fleet import Fleet, FleetScreen
+from tui.app.screens.fleet import COLUMNS, Fleet, FleetScreen
 from tui.commands.status import select
 from tui.config import Config, parse_config
 
@@ -206,3 +206,40 @@ async def test_a_dead_ssh_host_and_a_closed_port_only_mark_their_own_rows(
             assert "no answer within 1.5 s" in screen.rows["far/sim"].detail
     finally:
         far.stop()
+
+
+async def test_a_prometheus_vllm_row_shows_the_throughput_its_counters_give(
+    tmp_path: Path, servers: list[Server]
+) -> None:
+    """vLLM's /metrics has throughput only as a counter: the rows' refreshes read it
+    through one reader per run, so from the second refresh on the row has a rate."""
+    log = tmp_path / "vllm.log"
+    server = Server(log, engine="vllm", load=0.2)
+    servers.append(server)
+    server.wait_for("Application startup complete.")
+    here = (
+        "here:\n  local: true\n  services:\n"
+        f"    qwen: {{engine: vllm, log: '{log}', port: {server.port}, metrics: prometheus}}\n"
+    )
+    config = parse_config("hosts:\n" + indent(here))
+    gen = [c.key for c in COLUMNS].index("gen")
+    load = VllmLoad(server.port)
+    try:
+        app = make_app(config)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = app.screen
+            assert isinstance(screen, FleetScreen)
+
+            def throughput() -> float:
+                row = screen.rows.get("here/qwen")
+                text = row.cells[gen].text if row is not None else "—"
+                return float(text.split()[-1].replace(",", "")) if text != "—" else 0.0
+
+            def generating() -> bool:
+                """a generation throughput above 0 in the row"""
+                return throughput() > 0
+
+            await until(pilot, generating)
+            assert verdicts(screen) == {"here/qwen": "LIVE"}
+    finally:
+        load.stop()

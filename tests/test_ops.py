@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import signal
+import sys
 import time
 from pathlib import Path
 
@@ -213,6 +216,75 @@ async def test_oom_is_reported_with_its_own_lines_within_seconds(tmp_path: Path)
     text = "\n".join(result.last_lines)
     assert "Not enough memory" in text or "RuntimeError" in text, text
     assert READY not in text, "the old run's ready line is not this run's"
+
+
+@pytest.mark.parametrize("kind", ["local", "ssh", "pct"])
+async def test_a_scheduler_killed_while_loading_fails_the_wait_with_its_own_line(
+    kind: str, sshd: Sshd, tmp_path: Path
+) -> None:
+    """SGLang's main process says 'Rank 0 scheduler is dead' (the scheduler, killed by
+    SIGKILL, printed nothing): that is the reason given, not the RuntimeError after it."""
+    log = tmp_path / "serve.log"
+    host = host_for(
+        kind, sshd, log, free_port(), scenario="killed-at-load", load=0.3, version="0.5.21"
+    )
+    links = SshLinks()
+    try:
+        transport = open_transport(host, links)
+        launched = await launch(transport, host.services["qwen"])
+        steps = [
+            s
+            async for s in wait_ready(
+                transport, host.services["qwen"], launched, timeout=30, tick=0.3
+            )
+        ]
+    finally:
+        await links.close()
+    result = steps[-1]
+    assert isinstance(result, WaitResult) and not result.ready, result
+    assert result.reason.startswith("failed: "), result.reason
+    assert "Rank 0 scheduler is dead. Please check if there are relevant logs." in result.reason
+
+
+#: SGLang 0.5.23's startup death (engine.py), after the main process's line prefix.
+DIED_DURING_INIT = (
+    "Rank 0 scheduler died during initialization (exit code: -9). If exit code is -9 "
+    "(SIGKILL), a common cause is the OS OOM killer. Run `dmesg -T | grep -i oom` to check."
+)
+
+
+async def test_scheduler_died_during_initialization_fails_the_wait(tmp_path: Path) -> None:
+    """A server that prints 0.5.23's startup death and stays (as a wrapper that outlives
+    it would): the line alone ends the wait, as failed, with it as the reason."""
+    log = tmp_path / "serve.log"
+    script = (
+        "import sys, time\n"
+        "stamp = time.strftime('%Y-%m-%d %H:%M:%S')\n"
+        f"print(f'[{{stamp}}] Load weight begin. avail mem=78.50 GB', flush=True)\n"
+        f"print(f'[{{stamp}}] ' + {DIED_DURING_INIT!r}, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    launch_spec = {"command": [sys.executable, "-c", script]}
+    host = parse_config(
+        "hosts:\n  h:\n    local: true\n    services:\n"
+        f"      qwen: {{engine: sglang, log: {json.dumps(str(log))}, "
+        f"launch: {json.dumps(launch_spec)}}}\n"
+    ).hosts["h"]
+    transport = open_transport(host, SshLinks())
+    launched = await launch(transport, host.services["qwen"])
+    try:
+        steps = [
+            s
+            async for s in wait_ready(
+                transport, host.services["qwen"], launched, timeout=15, tick=0.3
+            )
+        ]
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(launched.pid, signal.SIGKILL)  # the stand-in this test started
+    result = steps[-1]
+    assert isinstance(result, WaitResult) and not result.ready, result
+    assert result.reason.startswith("failed: ") and DIED_DURING_INIT in result.reason
 
 
 async def test_preconditions_are_said_plainly(tmp_path: Path) -> None:

@@ -164,10 +164,50 @@ def test_inventory_forms() -> None:
 
 def test_scenarios_parse() -> None:
     assert Scenario.parse("crash-after:2.5") == Scenario("crash-after", 2.5)
+    assert Scenario.parse("killed-after:1") == Scenario("killed-after", 1.0)
     assert Scenario.parse("spec-off").name == "spec-off"
-    for bad in ("crash-after", "crash-after:-1", "explode", "healthy:1"):
+    assert Scenario.parse("killed-at-load").name == "killed-at-load"
+    for bad in ("crash-after", "crash-after:-1", "killed-after", "explode", "healthy:1"):
         with pytest.raises(ValueError):
             Scenario.parse(bad)
+
+
+@pytest.mark.parametrize(
+    ("argv", "simulated"),
+    [
+        (
+            ["--engine", "sglang", "--engine-version", "0.5.21", "--scenario", "killed-after:1"],
+            True,
+        ),
+        (
+            ["--engine", "sglang", "--engine-version", "0.5.11", "--scenario", "killed-after:1"],
+            False,
+        ),
+        (["--engine", "sglang", "--engine-version", "0.4.6", "--scenario", "killed-at-load"], True),
+        (
+            ["--engine", "sglang", "--engine-version", "0.4.3", "--scenario", "killed-at-load"],
+            False,
+        ),
+        (["--engine", "vllm", "--engine-version", "0.15.0", "--scenario", "killed-after:1"], True),
+        (["--engine", "vllm", "--engine-version", "0.20.0", "--scenario", "killed-after:1"], False),
+        (["--engine", "vllm", "--engine-version", "0.33.0", "--scenario", "killed-after:1"], True),
+        (["--engine", "vllm", "--scenario", "killed-at-load"], False),
+    ],
+)
+def test_a_death_is_simulated_only_where_its_lines_are_known(
+    argv: list[str], simulated: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The lines a killed child leaves are known for some releases only; elsewhere the
+    sim says so rather than print lines a release never printed."""
+    from tui.sim.cli import parse_config
+
+    if simulated:
+        assert parse_config(argv).scenario.name in argv[-1]
+        return
+    with pytest.raises(SystemExit) as exit_info:
+        parse_config(argv)
+    assert exit_info.value.code == 2
+    assert "is not simulated for" in capsys.readouterr().err
 
 
 def test_model_guesses() -> None:

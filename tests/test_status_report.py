@@ -11,8 +11,11 @@ from pathlib import Path
 
 import pytest
 from support.servers import REPO, free_port, wait_until
+from support.sshd import Sshd
 
 from tui.cli import main
+
+PCT_VMID = 117
 
 SPEC = [
     "--speculative-algorithm",
@@ -212,6 +215,49 @@ def test_metrics_from_the_prometheus_page(
         server.kill()
 
 
+@pytest.mark.sshd
+@pytest.mark.parametrize("kind", ["local", "ssh", "pct"])
+def test_status_gives_vllm_throughput_from_prometheus_counters(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sshd: Sshd, kind: str
+) -> None:
+    """vLLM's /metrics has no throughput gauge, only counters: `status` reads the page
+    twice and gives the rate between the readings."""
+    from support.servers import Server, VllmLoad
+
+    log = tmp_path / "serve.log"
+    server = Server(log, engine="vllm", load=0.3)
+    load = None
+    try:
+        server.wait_for("Application startup complete.")
+        load = VllmLoad(server.port)
+        wait_until(lambda: load.generated() > 0, 20, "generated tokens on /metrics")
+        sshd.add_container(PCT_VMID)
+        host = {
+            "local": "gpu:\n  local: true\n",
+            "ssh": sshd.host_yaml("gpu"),
+            "pct": sshd.pct_host_yaml("gpu", PCT_VMID),
+        }[kind]
+        service = (
+            "  services:\n    qwen:\n"
+            f"      engine: vllm\n      log: {json.dumps(str(log))}\n"
+            f"      port: {server.port}\n      metrics: prometheus\n"
+            f"      match: 'tui sim .*--port {server.port} '\n"
+        )
+        config = tmp_path / "hosts.yaml"
+        config.write_text(
+            "hosts:\n" + "".join(f"  {line}\n" for line in (host + service).splitlines())
+        )
+        assert main(["status", "--json", "--config", str(config)]) == 0
+        metrics = json.loads(capsys.readouterr().out)["services"][0]["metrics"]
+        assert metrics["gen_throughput"]["value"] > 0, metrics
+        assert metrics["gen_throughput"]["unit"] == "tok/s"
+        assert metrics["gen_throughput"]["offset"] is None  # from the page, not the log
+    finally:
+        if load is not None:
+            load.stop()
+        server.kill()
+
+
 def test_prometheus_needs_a_port() -> None:
     from tui.config import parse_config
     from tui.errors import ConfigError
@@ -221,3 +267,52 @@ def test_prometheus_needs_a_port() -> None:
             "hosts:\n  h:\n    local: true\n    services:\n"
             "      s: {log: /l, metrics: prometheus}\n"
         )
+
+
+@pytest.mark.parametrize(
+    ("engine", "version", "line"),
+    [
+        (
+            "sglang",
+            "0.5.21",
+            "crashed with exit code -9. Triggering SIGQUIT for cleanup...",
+        ),
+        (
+            "vllm",
+            "0.11.0",
+            "Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.",
+        ),
+        (
+            "vllm",
+            "0.33.0",
+            "Worker proc Worker_TP0 died unexpectedly (exit code: -9), shutting down executor.",
+        ),
+    ],
+)
+def test_a_death_while_serving_is_said_with_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], engine: str, version: str, line: str
+) -> None:
+    """A child killed (SIGKILL) after the server was ready: whether the process still
+    answers or is gone, status says what the log's run printed."""
+    from support.servers import Server
+
+    log = tmp_path / "serve.log"
+    server = Server(log, engine, load=0.3, scenario="killed-after:0.3", version=version)
+    try:
+        server.wait_for(line)
+        config = tmp_path / "hosts.yaml"
+        config.write_text(
+            "hosts:\n  gpu:\n    local: true\n    services:\n      qwen:\n"
+            f"        engine: {engine}\n        log: {json.dumps(str(log))}\n"
+            f"        port: {server.port}\n"
+            f"        match: 'tui sim .*--port {server.port} '\n"
+        )
+        main(["status", "--json", "--config", str(config)])
+        entry = json.loads(capsys.readouterr().out)["services"][0]
+        deaths = [h for h in entry["hints"] if h["rule"] == "death-line"]
+        assert len(deaths) == 1, entry["hints"]
+        assert line in deaths[0]["evidence"][0]
+        main(["status", "--config", str(config)])
+        assert "hint: " in capsys.readouterr().out
+    finally:
+        server.kill()

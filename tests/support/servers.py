@@ -13,8 +13,11 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+import urllib.request
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -133,6 +136,7 @@ def service_yaml(
     load: float = 0.5,
     tp: int = 1,
     stop_grace: float | None = None,
+    version: str | None = None,
 ) -> str:
     """The ``services:`` block (indented for a host entry) of one service ``qwen`` whose
     ``launch:`` starts a sim on ``port`` appending to ``log``."""
@@ -143,6 +147,7 @@ def service_yaml(
         "sim",
         "--engine",
         "sglang",
+        *(("--engine-version", version) if version else ()),
         "--port",
         str(port),
         "--load-seconds",
@@ -170,3 +175,42 @@ def service_yaml(
         f"{grace}"
         f"      launch: {json.dumps(launch)}\n"
     )
+
+
+class VllmLoad:
+    """Completions sent to a vLLM sim, one after another on each of ``streams`` threads,
+    until :meth:`stop`: its generation counter keeps growing while a test reads it."""
+
+    def __init__(self, port: int, streams: int = 4) -> None:
+        self.port = port
+        self._stop = threading.Event()
+        self._pool = ThreadPoolExecutor(streams)
+        self._runs = [self._pool.submit(self._stream) for _ in range(streams)]
+
+    def _stream(self) -> None:
+        body = json.dumps({"prompt": "hello", "max_tokens": 300}).encode()
+        while not self._stop.is_set():
+            request = urllib.request.Request(
+                f"http://127.0.0.1:{self.port}/v1/completions",
+                data=body,
+                headers={"Content-Type": "application/json"},
+            )
+            with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310 - loopback
+                answer.read()
+
+    def generated(self) -> float:
+        """vllm:generation_tokens_total on the server's /metrics page now."""
+        url = f"http://127.0.0.1:{self.port}/metrics"
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            text = answer.read().decode()
+        return sum(
+            float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines()
+            if line.startswith("vllm:generation_tokens_total")
+        )
+
+    def stop(self) -> None:
+        self._stop.set()
+        for run in self._runs:
+            run.result(timeout=60)
+        self._pool.shutdown()

@@ -29,6 +29,7 @@ from tui.app.screens.host import HOST_ACTIONS, AnchorFollower, HostScreen, RowSo
 from tui.config import Host, Service
 from tui.core.follow import Start
 from tui.core.logcursor import LogCursor
+from tui.core.metrics import PrometheusReaders
 from tui.core.report import ServiceReport
 from tui.core.runs import Assessment
 from tui.remote import SshLinks, Transport, open_transport
@@ -100,6 +101,9 @@ class BabysitApp(App[int]):
         self._fleet_report = fleet_report or self._report
         self._transports: dict[str, Transport] = {}
         self._channels: dict[str, ProbeChannel] = {}
+        #: What turns /metrics counters into rates, for every report the app asks for
+        #: (fleet rows and host screens alike), kept while the app runs.
+        self.prometheus = PrometheusReaders()
 
     def _transport(self, host: Host) -> Transport:
         """One transport per host, shared by the fleet's refreshes and its host screen."""
@@ -122,6 +126,7 @@ class BabysitApp(App[int]):
             tail_bytes=FLEET_TAIL,
             channel=self._channel(host),
             apps_max_age=APPS_MAX_AGE,
+            prometheus=self.prometheus,
         )
 
     def _follower(self, transport: Transport) -> RowSource:
@@ -139,6 +144,7 @@ class BabysitApp(App[int]):
                 tail_bytes=0,
                 channel=channel,
                 apps_max_age=APPS_MAX_AGE,
+                prometheus=self.prometheus,
             )
             return report
 

@@ -14,10 +14,13 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 
 from tui.cli import add_config_option, add_json_option
-from tui.config import Config, Host, Service, load_config
+from tui.config import Config, Host, MetricsSource, Service, load_config
 from tui.core.report import ServiceReport
 from tui.core.runs import Assessment, exit_status
 from tui.core.sanitize import printable
+
+#: Seconds between the two /metrics readings of a ``metrics: prometheus`` service.
+SCRAPE_GAP = 1.0
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -86,18 +89,28 @@ async def gather(selection: list[tuple[Host, list[Service]]]) -> list[Assessment
 
 
 async def gather_reports(selection: list[tuple[Host, list[Service]]]) -> list[ServiceReport]:
-    """Verdicts with metrics, launch diffs, GPUs and hints; still one round trip per host."""
+    """Verdicts with metrics, launch diffs, GPUs and hints; one round trip per host, and
+    for hosts with ``metrics: prometheus`` services one more, :data:`SCRAPE_GAP` before:
+    vLLM's throughput and acceptance are counters, and a rate needs two readings."""
+    from tui.core.metrics import PrometheusReaders
     from tui.remote import SshLinks, open_transport
     from tui.remote.probe import report_host
 
     links = SshLinks()
-    try:
-        results = await asyncio.gather(
-            *(
-                report_host(open_transport(host, links), host, services)
-                for host, services in selection
+    readers = PrometheusReaders()
+
+    async def one(host: Host, services: list[Service]) -> list[ServiceReport]:
+        transport = open_transport(host, links)
+        scraped = [s for s in services if s.metrics is MetricsSource.PROMETHEUS]
+        if scraped:
+            await report_host(
+                transport, host, scraped, tail_bytes=0, gpus=False, scrape=True, prometheus=readers
             )
-        )
+            await asyncio.sleep(SCRAPE_GAP)
+        return await report_host(transport, host, services, prometheus=readers)
+
+    try:
+        results = await asyncio.gather(*(one(host, services) for host, services in selection))
     finally:
         await links.close()
     return [r for group in results for r in group]

@@ -19,6 +19,10 @@ Rules:
 * ``possible-repetition`` — accept rate at or above 0.95 on very long outputs
   (4,096 tokens or more per request) at a temperature above 0 (or unknown):
   check the sampling parameters.
+* ``death-line`` — the run (or, when no process writes the log, the log's last run)
+  printed a line that says part of the server died (the engine's death lines in
+  :mod:`tui.core.engines`): a child was killed, the engine core is gone, the
+  scheduler crashed. The process may still answer for a while, failing requests.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ class HintRule(enum.Enum):
     LOW_GPU_POWER = "low-gpu-power"
     STALL = "stall"
     POSSIBLE_REPETITION = "possible-repetition"
+    DEATH_LINE = "death-line"
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,16 @@ class RequestStats:
 
 
 @dataclass(frozen=True)
+class DeathLine:
+    """A line of the log that says part of the server died, where it is, and whether a
+    process of the run still writes the log."""
+
+    text: str
+    offset: int | None
+    running: bool
+
+
+@dataclass(frozen=True)
 class Thresholds:
     """The numbers the rules use; the defaults are the documented ones."""
 
@@ -86,10 +101,12 @@ def hints(
     gpus: ServiceGpus | None = None,
     requests: RequestStats | None = None,
     thresholds: Thresholds | None = None,
+    death: DeathLine | None = None,
 ) -> list[Hint]:
     """Every rule that fires, in rule order."""
     limits = thresholds or Thresholds()
     found = [
+        death_line(death),
         spec_without_accept(metrics, launch, limits),
         low_gpu_power(metrics, gpus, limits),
         stall(metrics, limits),
@@ -109,6 +126,27 @@ def _where(points: Sequence[SeriesPoint]) -> str:
     if len(offsets) == 1 or offsets[0] == offsets[-1]:
         return f" (log byte {offsets[0]})"
     return f" (log bytes {offsets[0]} to {offsets[-1]})"
+
+
+def death_line(death: DeathLine | None) -> Hint | None:
+    """The run printed that part of it died."""
+    if death is None:
+        return None
+    text = death.text if len(death.text) <= 200 else death.text[:199] + "…"
+    where = f"log byte {death.offset}" if death.offset is not None else "the log's tail"
+    if death.running:
+        message = (
+            "part of the server died: this run printed a death line; its process may still "
+            f"answer for a while, failing requests, or be shutting down (see {where})"
+        )
+        whose = "this run"
+    else:
+        message = (
+            "the log's last run printed a death line: most likely why no server writes it "
+            f"now (see {where})"
+        )
+        whose = "the log's last run (no process writes the log now)"
+    return Hint(HintRule.DEATH_LINE, message, (f"{whose}, {where}: {text}",))
 
 
 def spec_without_accept(

@@ -35,7 +35,7 @@ import math
 import operator
 import re
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
@@ -647,7 +647,8 @@ class PrometheusReader:
             for metric, found in sums.items()
         }
         values.update(self._rates(ts, counters, values))
-        self._last = (ts, counters)
+        if self._last is None or ts > self._last[0]:  # the newest reading is the next base
+            self._last = (ts, counters)
         return MetricSample(
             ts=ts,
             kind=MetricKind.PROMETHEUS,
@@ -689,6 +690,30 @@ class PrometheusReader:
         if accepted is not None and draft_tokens:
             rates[Metric.ACCEPT_RATE] = accepted / draft_tokens
         return rates
+
+
+class PrometheusReaders:
+    """The one home of the state that turns ``/metrics`` counters into rates.
+
+    A :class:`PrometheusReader` needs the previous scrape of the same server, so a
+    reader made afresh for each refresh never yields a rate. One object of this class
+    lives as long as services are watched (the app, one ``babysit status``) and is
+    handed to every report of them: the fleet's rows, the host screen and ``status``
+    read through it. It keeps one reader per (host, service), for one run: a new run
+    (another pid, start time or boot) gets a new reader, so counters of two runs are
+    never subtracted. At most one reader per service is kept.
+    """
+
+    def __init__(self) -> None:
+        self._readers: dict[tuple[str, str], tuple[Hashable, PrometheusReader]] = {}
+
+    def reader(self, host: str, service: str, run: Hashable) -> PrometheusReader:
+        """The reader of ``service`` on ``host`` for ``run`` (any value naming the run)."""
+        key = (host, service)
+        found = self._readers.get(key)
+        if found is None or found[0] != run:
+            found = self._readers[key] = (run, PrometheusReader())
+        return found[1]
 
 
 # --- runs -------------------------------------------------------------------------

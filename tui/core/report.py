@@ -14,14 +14,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
+from tui.core.engines import death_lines
 from tui.core.gpu import ServiceGpus, attribute, gpu_values, read_apps, read_gpus
-from tui.core.hints import Hint, hints
+from tui.core.hints import DeathLine, Hint, hints
 from tui.core.launch import LaunchDiff, launch_diff, parse_reported
 from tui.core.metrics import (
     Engine,
     LogScanner,
     MetricSample,
-    PrometheusReader,
+    PrometheusReaders,
     RunEvent,
     RunEventKind,
     SeriesStore,
@@ -53,9 +54,9 @@ class ServiceReport:
     launch: LaunchDiff | None
     gpus: ServiceGpus | None
     hints: tuple[Hint, ...] = field(default_factory=tuple)
-    #: The /metrics page as read (``metrics: prometheus``), for a reader that keeps
-    #: counters between scrapes (the screen's) to turn them into rates.
-    prometheus_page: str | None = None
+    #: The sample read from the /metrics page (``metrics: prometheus``), with the rates
+    #: its counters gave since the previous scrape of this run (see PrometheusReaders).
+    prometheus_sample: MetricSample | None = None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -93,8 +94,16 @@ def build_report(
     intended: Sequence[str] | None,
     gpu_indexes: Sequence[int] = (),
     stale_after: float = DEFAULT_STALE_AFTER,
+    prometheus: PrometheusReaders | None = None,
+    log_metrics: bool = True,
 ) -> ServiceReport:
-    """The service's metrics, launch diff, GPUs and hints, from one probe."""
+    """The service's metrics, launch diff, GPUs and hints, from one probe.
+
+    Rates from /metrics counters (vLLM's throughput, acceptance) need the previous
+    scrape of the same run: pass the ``prometheus`` readers that live as long as the
+    service is watched; without them this one reading gives gauges only.
+    ``log_metrics`` False (``metrics: prometheus``): the log's metric lines are not
+    series (the page is); its run boundaries still count."""
     now = assessment.checked_at
     run = assessment.run
     writes_log = (
@@ -108,16 +117,25 @@ def build_report(
     scanner = LogScanner(metrics_engine)
     store = SeriesStore()
     name = assessment.service
+    deaths = death_lines(engine)
+    death: DeathLine | None = None  # the current run's first death line
     for text, offset in log_lines(details, anchor):
         found = scanner.feed(text, offset)
+        if death is None and any(d in text for d in deaths):
+            death = DeathLine(text, offset, running=writes_log)
         if isinstance(found, RunEvent) and found.kind is RunEventKind.STARTED:
+            death = None  # a new run began: what the earlier one printed is not its
             store.begin_run(name, found.run)
-        elif isinstance(found, MetricSample):
+        elif isinstance(found, MetricSample) and log_metrics:
             store.add_sample(name, found, utc_offset=assessment.utc_offset)
 
+    sample = None
     if details.prometheus is not None:
         stamp = datetime.fromtimestamp(now, timezone(timedelta(seconds=assessment.utc_offset)))
-        sample = PrometheusReader().read(
+        readers = prometheus if prometheus is not None else PrometheusReaders()
+        identity = (assessment.boot_id, run.root.pid, run.root.start_ticks) if run else None
+        reader = readers.reader(assessment.host, name, identity)
+        sample = reader.read(
             details.prometheus, stamp.replace(tzinfo=None), run=store.current_run(name)
         )
         if sample is not None:
@@ -146,8 +164,8 @@ def build_report(
     if run is not None:
         reported = parse_reported(details.args_line) if details.args_line else None
         launch = launch_diff(intended, list(run.root.cmdline), reported, engine=metrics_engine)
-    found_hints = tuple(hints(metrics, launch=launch, gpus=gpus))
-    return ServiceReport(assessment, metrics, launch, gpus, found_hints, details.prometheus)
+    found_hints = tuple(hints(metrics, launch=launch, gpus=gpus, death=death))
+    return ServiceReport(assessment, metrics, launch, gpus, found_hints, sample)
 
 
 def _int(value: object) -> int | None:

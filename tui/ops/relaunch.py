@@ -25,7 +25,8 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
-from tui.config import Engine, Host, Service
+from tui.config import Host, Service
+from tui.core.engines import TELLING_LINES, failure_lines
 from tui.core.follow import Start
 from tui.core.logcursor import EventKind, EventRow, LogCursor, LogLine
 from tui.core.runs import Assessment, Verdict
@@ -37,27 +38,8 @@ from tui.remote.transport import Transport
 
 DEFAULT_TIMEOUT = 20 * 60.0
 
-#: Lines that mean this run failed, when they appear past its anchor.
-FAILURE_PATTERNS = (
-    "Not enough memory",
-    "Traceback (most recent call last)",
-    "RuntimeError",
-    "EngineCore failed to start",
-    "Engine core initialization failed",
-    "Received sigquit",
-    "SIGQUIT received",
-    "CUDA out of memory",
-)
-
-#: Lines that say what went wrong, preferred over a bare "Traceback" as the reason.
-TELLING = (
-    "Not enough memory",
-    "CUDA out of memory",
-    "RuntimeError",
-    "ValueError",
-    "EngineCore failed to start",
-    "Engine core initialization failed",
-)
+# Lines that mean this run failed when they appear past its anchor, and those that say
+# what went wrong: tui.core.engines.failure_lines / TELLING_LINES.
 
 #: (text in a line, the phase it starts), in startup order.
 PHASES = (
@@ -220,6 +202,7 @@ async def wait_ready(
 ) -> AsyncIterator[WaitProgress | WaitResult]:
     """Follow this run's bytes only; yield progress, then one WaitResult."""
     ready = tuple(service.ready or READY_PATTERNS[service.engine])
+    failures = failure_lines(service.engine.value)
     started = time.monotonic()
     follower = Follower(
         transport, service.log, label=service.label, start=Start(cursor=launched.anchor)
@@ -265,8 +248,8 @@ async def wait_ready(
                         True, f"ready: {row.text}", time.monotonic() - started, list(last_lines)
                     )
                     return
-                failure = next((p for p in FAILURE_PATTERNS if p in row.text), None)
-                if failure is not None and service.engine is not Engine.GENERIC:
+                failure = next((p for p in failures if p in row.text), None)
+                if failure is not None:
                     # Let the rest of the traceback (and the death) arrive before reporting.
                     last_lines.extend(
                         r.text
@@ -281,7 +264,8 @@ async def wait_ready(
                         stop=lambda: is_alive(transport, launched),
                     )
                     cause = next(
-                        (line for line in last_lines if any(p in line for p in TELLING)), row.text
+                        (line for line in last_lines if any(p in line for p in TELLING_LINES)),
+                        row.text,
                     )
                     yield WaitResult(
                         False, f"failed: {cause}", time.monotonic() - started, list(last_lines)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from tui.config import Engine, Host, MetricsSource, Service
 from tui.core.engines import args_heads
+from tui.core.metrics import PrometheusReaders
 from tui.core.report import ProbeDetails, ServiceReport, build_report
 from tui.core.runs import Assessment, ServiceProbe, assess, unknown
 from tui.errors import CommandTimeout, TransportError
@@ -48,18 +49,23 @@ def probe_request(
     tail_bytes: int = 0,
     gpus: bool = False,
     apps_max_age: float = 0.0,
+    scrape: bool | None = None,
 ) -> dict[str, object]:
     """The agent's probe arguments; ``tail_bytes`` > 0 also brings back the log's tail
     and nvidia-smi's readings (for reports, not for the 2 s verdict refresh).
     ``apps_max_age`` lets a long-lived agent reuse its last list of GPU processes for
-    that many seconds while it provably still holds (the GPU readings are always new)."""
+    that many seconds while it provably still holds (the GPU readings are always new).
+    ``scrape``: read the /metrics page of ``metrics: prometheus`` services (by default
+    when the tail or the GPUs are asked for)."""
+    if scrape is None:
+        scrape = bool(tail_bytes or gpus)
     return {
         "mode": "probe",
         "apps_max_age": apps_max_age,
         "services": [
             {
                 "tail_bytes": tail_bytes,
-                "prometheus": s.metrics is MetricsSource.PROMETHEUS and bool(tail_bytes or gpus),
+                "prometheus": s.metrics is MetricsSource.PROMETHEUS and scrape,
                 "gpus": list(s.gpus) if tail_bytes or gpus else None,
                 "name": s.name,
                 "log": s.log,
@@ -201,9 +207,13 @@ async def report_host(
     gpus: bool = True,
     channel: ProbeChannel | None = None,
     apps_max_age: float = 0.0,
+    prometheus: PrometheusReaders | None = None,
+    scrape: bool | None = None,
 ) -> list[ServiceReport]:
     """Verdict, metrics, launch diff, GPUs and hints for ``services``, in one round trip
-    (through ``channel``'s long-lived agent when given, else a one-shot agent)."""
+    (through ``channel``'s long-lived agent when given, else a one-shot agent).
+    ``prometheus``: the readers that turn /metrics counters into rates, kept by the
+    caller for as long as it watches the services (see :class:`PrometheusReaders`)."""
     reports = []
     chosen = list(services if services is not None else host.services.values())
     for (assessment, details), service in zip(
@@ -215,6 +225,7 @@ async def report_host(
             gpus=gpus,
             channel=channel,
             apps_max_age=apps_max_age,
+            scrape=scrape,
         ),
         chosen,
         strict=True,
@@ -226,6 +237,8 @@ async def report_host(
                 engine=service.engine.value,
                 intended=list(service.launch.command) if service.launch else None,
                 gpu_indexes=service.gpus,
+                prometheus=prometheus,
+                log_metrics=service.metrics is MetricsSource.LOG,
             )
         )
     return reports
@@ -240,12 +253,15 @@ async def _probe(
     gpus: bool = False,
     channel: ProbeChannel | None = None,
     apps_max_age: float = 0.0,
+    scrape: bool | None = None,
 ) -> list[tuple[Assessment, ProbeDetails]]:
     chosen = list(services if services is not None else host.services.values())
     if not chosen:
         return []
     none = ProbeDetails()
-    request = probe_request(chosen, tail_bytes=tail_bytes, gpus=gpus, apps_max_age=apps_max_age)
+    request = probe_request(
+        chosen, tail_bytes=tail_bytes, gpus=gpus, apps_max_age=apps_max_age, scrape=scrape
+    )
     try:
         if channel is not None:
             result = await channel.ask(request, timeout=PROBE_TIMEOUT)

@@ -113,6 +113,8 @@ def parse_config(argv: list[str]) -> SimConfig:
         scenario = Scenario.parse(args.scenario)
     except ValueError as error:
         parser.error(str(error))
+    if (why := kind.unsupported(version, scenario.name)) is not None:
+        parser.error(f"{scenario.name} is not simulated for {args.engine} {version}: {why}")
     flags = parse_flags(server, kind.aliases)
     port = args.port
     if port is None:

@@ -22,12 +22,27 @@ from tui.sim.load import Advance, LoadModel, LoadProfile, Request
 from tui.sim.out import Output
 from tui.sim.version import Version
 
-SCENARIOS = ("healthy", "spec-off", "oom", "crash-after:S", "ignore-sigterm", "slow-load", "repeat")
+SCENARIOS = (
+    "healthy",
+    "spec-off",
+    "oom",
+    "crash-after:S",
+    "killed-after:S",
+    "killed-at-load",
+    "ignore-sigterm",
+    "slow-load",
+    "repeat",
+)
+#: Scenarios that happen S seconds after the server is ready.
+TIMED = ("crash-after", "killed-after")
 
 
 @dataclass(frozen=True)
 class Scenario:
-    """How this run misbehaves. ``crash_after`` (seconds after ready) only for crash-after."""
+    """How this run misbehaves. ``crash_after`` (seconds after ready) only for the timed
+    ones: ``crash-after`` (a CUDA fault in the engine) and ``killed-after`` (a child
+    process, the scheduler, engine core or a worker, killed by SIGKILL as the OOM killer
+    does). ``killed-at-load``: the same while the weights load."""
 
     name: str = "healthy"
     crash_after: float | None = None
@@ -35,13 +50,13 @@ class Scenario:
     @classmethod
     def parse(cls, text: str) -> Scenario:
         name, _, arg = text.partition(":")
-        if name == "crash-after":
+        if name in TIMED:
             try:
                 seconds = float(arg)
             except ValueError:
-                raise ValueError("crash-after needs seconds, e.g. crash-after:30") from None
+                raise ValueError(f"{name} needs seconds, e.g. {name}:30") from None
             if not 0 <= seconds < float("inf"):
-                raise ValueError("crash-after needs a finite, non-negative number of seconds")
+                raise ValueError(f"{name} needs a finite, non-negative number of seconds")
             return cls(name, seconds)
         if arg or name not in SCENARIOS:
             raise ValueError(f"unknown scenario {text!r}; choose from {', '.join(SCENARIOS)}")
@@ -111,6 +126,9 @@ class EngineKind:
     tp_flags: tuple[str, ...]
     releases: tuple[tuple[Version, Version], ...]
     factory: Callable[[SimConfig, Host], Engine]
+    #: Why a scenario is not simulated for a release (the lines it would print are not
+    #: known for it), or None when it is.
+    unsupported: Callable[[Version, str], str | None] = lambda _version, _name: None
 
     def supports(self, version: Version) -> bool:
         return any(low <= version <= high for low, high in self.releases)
@@ -236,6 +254,10 @@ class Engine:
 
     def crash(self) -> None:
         """Print a runtime crash and end the process (crash-after)."""
+        raise NotImplementedError
+
+    def child_killed(self) -> None:
+        """A child process was killed (SIGKILL) while serving; the rest says so (killed-after)."""
         raise NotImplementedError
 
     def bind_failed(self, error: OSError) -> None:

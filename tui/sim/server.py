@@ -9,9 +9,9 @@ request. Nothing polls: an idle SGLang sim wakes only for the HTTP thread's
 
 Exit statuses: 0 after a graceful SIGTERM/SIGINT once ready; death by the same
 signal while still loading (like an engine killed mid-load); SGLang's oom and
-crash-after end by SIGKILL of the whole tree (a shell reports 137), vLLM's oom
-exits 1 and its crash-after exits 0 once the API server's watchdog shut uvicorn
-down; 1 if the port is taken.
+crash-after and killed-after end by SIGKILL of the whole tree (a shell reports 137),
+its killed-at-load exits 1; vLLM's oom exits 1 and its crash-after and killed-after
+exit 0 once the API server's watchdog shut uvicorn down; 1 if the port is taken.
 """
 
 from __future__ import annotations
@@ -111,9 +111,11 @@ class SimServer:
             self.ready = True
         self.ready_at = time.monotonic()
         self._phase = "ready"
-        crash_after = self.cfg.scenario.crash_after
-        if crash_after is not None and self.engine is not None:
-            self.schedule(crash_after, self.engine.crash)
+        scenario = self.cfg.scenario
+        if scenario.crash_after is not None and self.engine is not None:
+            engine = self.engine
+            death = engine.child_killed if scenario.name == "killed-after" else engine.crash
+            self.schedule(scenario.crash_after, death)
 
     def is_ready(self) -> bool:
         with self._ready_lock:

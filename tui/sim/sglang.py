@@ -44,7 +44,7 @@ from tui.sim.flags import model_info
 from tui.sim.load import Advance, LoadProfile, Request, SpecModel
 from tui.sim.out import STDERR, STDOUT
 from tui.sim.prom import Exposition
-from tui.sim.version import V
+from tui.sim.version import V, Version
 
 MIN_VERSION = V("0.4.0")
 MAX_VERSION = V("0.5.21")
@@ -526,6 +526,9 @@ class SGLang(Engine):
         if self.cfg.scenario.name == "oom":
             at(0.62, self.oom)
             return steps
+        if self.cfg.scenario.name == "killed-at-load":
+            at(0.59, self.scheduler_killed_at_load)
+            return steps
         at(0.62, ranks(kv_line, f"Memory pool end. avail mem={avail_graph:.2f} GB"), memory("kv"))
         if self.cuda_graph:
             at(
@@ -855,6 +858,49 @@ class SGLang(Engine):
             self._sigquit_launch()
         self.host.finish(None, sigkill=True)
 
+    def scheduler_killed_at_load(self) -> None:
+        """The scheduler is killed (SIGKILL, no line of its own) while it initialises; the
+        main process sees it dead (engine.py, 0.4.6-0.5.21), raises, exits 1."""
+        self.host.set_phase("crashed")
+        self.main("Rank 0 scheduler is dead. Please check if there are relevant logs.")
+        self.main("Exit code: -9")
+        frames = [
+            ("sglang/launch_server.py", 14, "<module>", "launch_server(server_args)"),
+            (
+                "sglang/srt/entrypoints/http_server.py",
+                1123,
+                "launch_server",
+                "tokenizer_manager, template_manager, scheduler_info = _launch_subprocesses(",
+            ),
+            (
+                "sglang/srt/entrypoints/engine.py",
+                842,
+                "_launch_subprocesses",
+                "raise RuntimeError(",
+            ),
+        ]
+        error = "RuntimeError: Initialization failed. Please see the error messages above."
+        self.host.out.write(self._traceback(frames, error), STDERR)
+        self.host.finish(1)
+
+    def child_killed(self) -> None:
+        """A scheduler killed (SIGKILL) while serving: the watchdog (utils/watchdog.py,
+        0.5.20 on) sees it, SIGQUITs the main process, which kills the tree (137)."""
+        self.host.set_phase("crashed")
+        # The sim runs no scheduler process of its own: this pid only stands for one.
+        pid = self.host.pid + 3
+        self.main(
+            f"Subprocess scheduler_0 (pid={pid}) crashed with exit code -9. "
+            "Triggering SIGQUIT for cleanup..."
+        )
+        address = 0x7F0000000000 + self.host.rng.randrange(2**32) * 16
+        frame = (
+            f"<frame at {address:#x}, file '/usr/lib/python3.12/selectors.py', "
+            "line 468, code select>"
+        )
+        self.main(f"SIGQUIT received. signum=3, frame={frame}. It usually means one child failed.")
+        self.host.finish(None, sigkill=True)
+
     def shutdown(self, signum: int) -> None:
         """uvicorn's graceful shutdown lines (SGLang lets uvicorn own SIGTERM/SIGINT)."""
         self.uvicorn("Shutting down")
@@ -1082,6 +1128,15 @@ class SGLang(Engine):
         return page.text()
 
 
+def _unsupported(v: Version, scenario: str) -> str | None:
+    """Scenarios whose lines are known only for some releases."""
+    if scenario == "killed-at-load" and v < V("0.4.6"):
+        return "the 'scheduler is dead' lines start with 0.4.6"
+    if scenario == "killed-after" and v < V("0.5.20"):
+        return "the watchdog's 'crashed with exit code' line starts with 0.5.20"
+    return None
+
+
 KIND = EngineKind(
     name="sglang",
     default_version=DEFAULT_VERSION,
@@ -1090,4 +1145,5 @@ KIND = EngineKind(
     tp_flags=("tp_size",),
     releases=RELEASES,
     factory=SGLang,
+    unsupported=_unsupported,
 )

@@ -139,6 +139,7 @@ _SITES: dict[str, dict[str, tuple[str, int]]] = {
         "shutdown": ("launcher.py", 99),
         "fatal": ("core.py", 708),
         "output_handler": ("async_llm.py", 480),
+        "proc_died": ("core_client.py", 566),
     },
     "v15": {
         "version": ("api_server.py", 1343),
@@ -160,6 +161,7 @@ _SITES: dict[str, dict[str, tuple[str, int]]] = {
         "shutdown": ("launcher.py", 112),
         "fatal": ("core.py", 944),
         "output_handler": ("async_llm.py", 561),
+        "proc_died": ("core_client.py", 612),
     },
     "v20": {
         "version": ("api_server.py", 1208),
@@ -202,6 +204,7 @@ _SITES: dict[str, dict[str, tuple[str, int]]] = {
         "shutdown": ("launcher.py", 125),
         "fatal": ("core.py", 1040),
         "output_handler": ("async_llm.py", 611),
+        "worker_died": ("multiproc_executor.py", 287),
     },
 }
 
@@ -1094,10 +1097,56 @@ class VLLM(Engine):
                 ),
                 level="ERROR",
             )
+        self._serving_ended()
+
+    def _serving_ended(self) -> None:
+        """Requests in flight fail; the watchdog (every 5 s) then shuts uvicorn down."""
         self.host.load.abort_all(time.monotonic())
         since_ready = time.monotonic() - (self.host.ready_at or time.monotonic())
         delay = 5.0 - (since_ready % 5.0)
         self.host.schedule(delay, self._watchdog_exit)
+
+    def child_killed(self) -> None:
+        """The engine core (0.11-0.15) or a worker (0.33) is killed (SIGKILL) mid-serving:
+        the process above it says so; then as after a crash, exit 0."""
+        self.engine_dead = True
+        self.host.set_phase("crashed")
+        if self.v >= V("0.33.0"):
+            self.log(
+                "worker_died",
+                "Worker proc Worker_TP0 died unexpectedly (exit code: -9), shutting down executor.",
+                proc="engine",
+                level="ERROR",
+            )
+            handler = [
+                (
+                    "vllm/v1/engine/async_llm.py",
+                    439,
+                    "output_handler",
+                    "outputs = await engine_core.get_output_async()",
+                ),
+                (
+                    "vllm/v1/engine/core_client.py",
+                    846,
+                    "get_output_async",
+                    "raise self._format_exception(outputs) from None",
+                ),
+            ]
+            self.log(
+                "output_handler",
+                "AsyncLLM output_handler failed.\n"
+                + self._frames(
+                    handler, "RuntimeError: Engine core process EngineCore died unexpectedly."
+                ),
+                level="ERROR",
+            )
+        else:
+            self.log(
+                "proc_died",
+                "Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.",
+                level="ERROR",
+            )
+        self._serving_ended()
 
     def _watchdog_exit(self) -> None:
         self.uvicorn("Shutting down")
@@ -1412,6 +1461,15 @@ def _spec_request(flags: ServerFlags) -> tuple[int, dict[str, object] | None]:
     return 0, None
 
 
+def _unsupported(v: Version, scenario: str) -> str | None:
+    """Scenarios whose lines are known only for some releases."""
+    if scenario == "killed-at-load":
+        return "its lines are simulated for sglang only"
+    if scenario == "killed-after" and not (V("0.11.0") <= v < V("0.16.0") or v >= V("0.33.0")):
+        return "its lines are known for 0.11 to 0.15 ('Engine core proc') and 0.33 ('Worker proc')"
+    return None
+
+
 KIND = EngineKind(
     name="vllm",
     default_version=DEFAULT_VERSION,
@@ -1420,4 +1478,5 @@ KIND = EngineKind(
     tp_flags=("tensor_parallel_size",),
     releases=SUPPORTED,
     factory=VLLM,
+    unsupported=_unsupported,
 )

@@ -22,7 +22,7 @@ import contextlib
 import shlex
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import datetime, timedelta, timezone
+from dataclasses import replace
 from typing import ClassVar, Protocol
 
 from textual import events, on
@@ -61,7 +61,6 @@ from tui.core.metrics import Engine as MetricsEngine
 from tui.core.metrics import (
     LogScanner,
     MetricSample,
-    PrometheusReader,
     RunEvent,
     RunEventKind,
     SeriesStore,
@@ -205,10 +204,9 @@ class HostScreen(Screen[None]):
         # scanner marks run boundaries so one series never spans two runs.
         engine = service.engine.value
         self.scanner = LogScanner(MetricsEngine.of(engine) if engine != "generic" else None)
-        #: For ``metrics: prometheus``: one reader, so counters become rates between scrapes.
-        self.prometheus = (
-            PrometheusReader() if service.metrics is MetricsSource.PROMETHEUS else None
-        )
+        #: For ``metrics: prometheus`` the metrics come from each report's /metrics
+        #: sample (its rates made by the readers the app keeps), not from log lines.
+        self.prometheus = service.metrics is MetricsSource.PROMETHEUS
         self.series = SeriesStore()
         self.report: ServiceReport | None = None
         self._metrics_drawn = 0.0
@@ -295,15 +293,9 @@ class HostScreen(Screen[None]):
         self.report = report
         self.show_assessment(report.assessment)
         name = self.service.label
-        if self.prometheus is not None and report.prometheus_page is not None:
-            a = report.assessment
-            zone = timezone(timedelta(seconds=a.utc_offset))
-            stamp = datetime.fromtimestamp(a.checked_at, zone).replace(tzinfo=None)
-            sample = self.prometheus.read(
-                report.prometheus_page, stamp, run=self.series.current_run(name)
-            )
-            if sample is not None:
-                self.series.add_sample(name, sample, utc_offset=a.utc_offset)
+        if self.prometheus and report.prometheus_sample is not None:
+            sample = replace(report.prometheus_sample, run=self.series.current_run(name))
+            self.series.add_sample(name, sample, utc_offset=report.assessment.utc_offset)
         if report.gpus is not None:
             run = self.series.current_run(name)
             for label, values in gpu_values(report.gpus.gpus).items():
@@ -363,7 +355,7 @@ class HostScreen(Screen[None]):
                 continue
             found = self.scanner.feed(row.text, row.offset)
             if isinstance(found, MetricSample):
-                if self.prometheus is None:
+                if not self.prometheus:
                     samples += self.series.add_sample(name, found, utc_offset=offset) > 0
             elif isinstance(found, RunEvent) and found.kind is RunEventKind.STARTED:
                 self.series.begin_run(name, found.run)
