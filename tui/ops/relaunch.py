@@ -275,9 +275,18 @@ async def wait_ready(
                 next_alive = time.monotonic() + tick
                 if not await is_alive(transport, launched):
                     await _drain(queue, last_lines, launched, until=time.monotonic() + 0.5)
+                    # Its last lines may say why (they can arrive after the death is seen).
+                    cause = next(
+                        (line for line in last_lines if any(p in line for p in TELLING_LINES)),
+                        None,
+                    ) or next(
+                        (line for line in last_lines if any(p in line for p in failures)), None
+                    )
                     yield WaitResult(
                         False,
-                        f"pid {launched.pid} exited before it was ready",
+                        f"failed: {cause}"
+                        if cause
+                        else f"pid {launched.pid} exited before it was ready",
                         time.monotonic() - started,
                         list(last_lines),
                     )
