@@ -29,6 +29,9 @@ class SimHTTPServer(ThreadingHTTPServer):
 
     daemon_threads = True
     allow_reuse_address = True
+    # uvicorn's default backlog: with socketserver's 5, a burst of clients on a busy
+    # machine overflows the accept queue and gets connection resets a real server never gives.
+    request_queue_size = 2048
 
     def __init__(self, address: tuple[str, int], site: Site) -> None:
         self.site = site
