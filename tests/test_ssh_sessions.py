@@ -102,7 +102,7 @@ async def test_twelve_containers_on_one_stock_node_each_keep_a_probe_agent_and_a
             )
         )
         for answer in answers:
-            assert answer[0].verdict is not Verdict.UNKNOWN, answer[0].reason
+            assert answer[0].verdict is not Verdict.UNKNOWN, answer[0].line
         return [a[0].verdict for a in answers]
 
     try:
