@@ -14,16 +14,18 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIM_DIR = ROOT / "tui" / "sim"
 if str(ROOT) not in sys.path:  # unit tests import tui.sim directly; the package is not installed
     sys.path.insert(0, str(ROOT))
+
+from support.wait import wait_until  # noqa: E402
+
+__all__ = ["wait_until"]
 
 
 def free_port() -> int:
@@ -43,19 +45,6 @@ def sim_env(state: Path, **extra: str) -> dict[str, str]:
     env.pop("CUDA_VISIBLE_DEVICES", None)
     env.update(extra)
     return env
-
-
-def wait_until(
-    check: Callable[[], object], timeout: float, what: str, step: float = 0.02
-) -> object:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(step)
 
 
 class Sim:

@@ -91,6 +91,20 @@ def verdict(app: BabysitApp) -> Verdict | None:
     return a.verdict if a else None
 
 
+async def later_refreshes(pilot: Pilot[Any], app: BabysitApp, count: int = 2) -> None:
+    """Until ``count`` more verdicts have landed, so that the last one looked at the host
+    after this was called (what a test waits for before saying something did not happen)."""
+    for _ in range(count):
+        seen = host_screen(app).assessment
+        since = seen.checked_at if seen else 0.0
+
+        def newer(since: float = since) -> bool:
+            now = host_screen(app).assessment
+            return now is not None and now.checked_at > since
+
+        await until(pilot, newer, "a later refresh")
+
+
 def footer_text(app: BabysitApp) -> str:
     """The bottom row of the host screen as drawn."""
     lines = screen_lines(app)
@@ -134,8 +148,9 @@ async def test_k_asks_first_cancel_leaves_it_running_confirm_kills_it(tmp_path: 
             await until(pilot, lambda: "checking" not in modal.plan.text(), "the GPU fact")
             await pilot.press("enter")  # on Cancel
             await until(pilot, lambda: app.screen is screen, "the modal to close")
-            await pilot.pause(0.5)
+            await later_refreshes(pilot, app)
             assert server.proc.poll() is None, "Cancel signals nothing"
+            assert verdict(app) is Verdict.LIVE
             assert not screen.progress.has_class("-shown")
 
             await pilot.press("k")
@@ -287,7 +302,7 @@ async def test_read_only_offers_and_runs_no_action(tmp_path: Path) -> None:
             for action in ("kill", "relaunch", "replace"):
                 assert screen.check_action(action, ()) is False
             await pilot.press("k", "r", "R")
-            await pilot.pause(0.3)
+            await later_refreshes(pilot, app)
             assert app.screen is screen, "no modal"
             await until(pilot, lambda: footer_text(app).strip(), "the footer")
             footer = footer_text(app)
@@ -320,7 +335,7 @@ async def test_keys_are_disabled_without_a_run_or_a_launch(tmp_path: Path) -> No
         await until(pilot, lambda: footer_text(app).strip(), "the footer")
         assert " k kill " in footer_text(app), "shown, greyed out"
         await pilot.press("k", "r", "R")
-        await pilot.pause(0.2)
+        await later_refreshes(pilot, app)
         assert app.screen is screen and not screen.action_running
 
 

@@ -38,30 +38,31 @@ def test_help_lists_the_verbs_and_version_prints() -> None:
 
 
 def test_a_mistyped_verb_is_not_taken_for_a_host() -> None:
-    result = run_cli("chek", "kpro5", "--config", "hosts.yaml")
+    result = run_cli("chek", "kpro5", "--config", "hosts.example.yaml")
     assert result.returncode == 2
     assert result.stderr.strip() == (
-        "babysit: no host 'chek' in hosts.yaml, and no verb 'chek' (did you mean the verb 'check'?)"
+        "babysit: no host 'chek' in hosts.example.yaml, and no verb 'chek' "
+        "(did you mean the verb 'check'?)"
     )
-    unknown = run_cli("kpro", "--config", "hosts.yaml")
+    unknown = run_cli("kpro", "--config", "hosts.example.yaml")
     assert unknown.returncode == 2
     assert "no host 'kpro' (did you mean 'kpro5'?)" in unknown.stderr
 
 
 def test_hosts_lists_hosts_services_and_chains() -> None:
-    result = run_cli("hosts", "--config", "hosts.yaml")
+    result = run_cli("hosts", "--config", "hosts.example.yaml")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0] == "hosts.yaml: 3 host(s)"
-    assert "  kpro5     ssh root@10.0.0.15" in lines
-    assert "  kpro6-ct  ssh root@pve1 → pct exec 105" in lines
+    assert lines[0] == "hosts.example.yaml: 3 host(s)"
+    assert "  kpro5     ssh root@kpro5.example" in lines
+    assert "  kpro6-ct  ssh root@pve1.example → pct exec 105" in lines
     assert "  here      local" in lines
     assert any("qwen: /root/sglang-serve.log (sglang, port 30000, gpus 0,1)" in li for li in lines)
-    data = json.loads(run_cli("hosts", "--config", "hosts.yaml", "--json").stdout)
+    data = json.loads(run_cli("hosts", "--config", "hosts.example.yaml", "--json").stdout)
     assert data["schema"] == 1
     assert [h["chain"] for h in data["hosts"]] == [
-        ["ssh root@10.0.0.15"],
-        ["ssh root@pve1", "pct exec 105"],
+        ["ssh root@kpro5.example"],
+        ["ssh root@pve1.example", "pct exec 105"],
         ["local"],
     ]
 

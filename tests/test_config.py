@@ -27,11 +27,11 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def test_example_hosts_yaml_parses_with_chains() -> None:
-    config = parse_config_file(REPO / "hosts.yaml")
+    config = parse_config_file(REPO / "hosts.example.yaml")
     assert list(config.hosts) == ["kpro5", "kpro6-ct", "here"]
     kpro5 = config.hosts["kpro5"]
     assert kpro5.transport is TransportKind.SSH
-    assert kpro5.chain_text() == "ssh root@10.0.0.15"
+    assert kpro5.chain_text() == "ssh root@kpro5.example"
     qwen = kpro5.services["qwen"]
     assert qwen.engine is Engine.SGLANG
     assert qwen.log == "/root/sglang-serve.log"
@@ -40,7 +40,7 @@ def test_example_hosts_yaml_parses_with_chains() -> None:
     assert qwen.launch is not None
     assert qwen.launch.command[-2:] == ("--port", "30000")
     assert dict(qwen.launch.env) == {"CUDA_VISIBLE_DEVICES": "0,1"}
-    assert config.hosts["kpro6-ct"].chain_text() == "ssh root@pve1 → pct exec 105"
+    assert config.hosts["kpro6-ct"].chain_text() == "ssh root@pve1.example → pct exec 105"
     assert config.hosts["here"].chain() == ("local",)
 
 

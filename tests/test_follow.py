@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from support.wait import wait_until
+
 from tui.core.follow import Start
 from tui.core.logcursor import EventKind, EventRow, LogLine, Row
 from tui.remote.follow import Follower
@@ -126,7 +128,9 @@ async def test_append_and_a_partial_line_completed_later(
     try:
         await c.until(lambda: len(c.texts) == 3)
         append(log, "half of a li")
-        await asyncio.sleep(0.3)
+        # The partial line has arrived (and is held), so its absence from the lines says something.
+        splitter = c.follower.state.splitter
+        await c.until(lambda: splitter.pending_bytes == len("half of a li"))
         assert c.texts == names("old", 0, 3), "a partial line must not be shown as a line"
         append(log, "ne, now whole\nnext\n")
         await c.until(lambda: len(c.texts) == 5)
@@ -274,7 +278,7 @@ async def test_follow_the_writer_of_a_deleted_log(transport: Transport, tmp_path
         assert server.stdin
         server.stdin.write("hello from the server\n")
         server.stdin.flush()
-        time.sleep(0.2)
+        wait_until(lambda: log.read_text() == "hello from the server\n", 10, "the server's line")
         log.unlink()
         log.write_text("an impostor\n")
         c = follow(transport, log, pid=server.pid)
@@ -325,7 +329,10 @@ async def test_a_10_mb_line_without_newline_is_cut_not_held(
     c = Collector(follower)
     try:
         await c.until(lambda: len(c.texts) == 2)
-        await asyncio.sleep(0.3)
+        # Every byte of the long line has been read (and skipped past the cut).
+        size = log.stat().st_size
+        splitter = follower.state.splitter
+        await c.until(lambda: (cur := splitter.resume_cursor) is not None and cur.offset == size)
         assert c.texts[0] == "start"
         cut = [r for r in c.rows if isinstance(r, LogLine)][1]
         assert cut.cut and cut.text.endswith("[… line cut at 64 KiB]")

@@ -56,8 +56,13 @@ async def test_lines_written_during_a_reconnect_arrive_exactly_once_in_order(
         assert sshd.kill_sessions() >= 1
         await c.until(lambda: bool(c.events(EventKind.RECONNECTED)), timeout=30)
         await c.until(lambda: len(c.texts) >= total, timeout=30)
-        await asyncio.sleep(0.3)
-        assert c.texts == [f"n {i}" for i in range(total)]
+        writer.join()
+        # A line written after all the others: once it is shown, anything shown twice
+        # would have come before it.
+        with log.open("a") as out:
+            out.write("end\n")
+        await c.until(lambda: "end" in c.texts)
+        assert c.texts == [*(f"n {i}" for i in range(total)), "end"]
         assert c.events(EventKind.DISCONNECTED)
         assert "nothing lost or repeated" in c.events(EventKind.RECONNECTED)[0].event.message
     finally:

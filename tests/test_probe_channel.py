@@ -231,8 +231,13 @@ async def test_the_gpu_process_list_is_reused_only_while_it_provably_holds(
         return [r.gpus for r in reports]
 
     try:
-        # The run started over 1 s before the list is read: the list may be reused.
-        await asyncio.sleep(max(0.0, 1.5 - (time.time() - psutil.Process(first.pid).create_time())))
+        # The run started over 1 s before the list is read: the list may be reused. Its
+        # start is dated on the agent's own clock (boot time from /proc/uptime), which is
+        # the one it compares; psutil's comes from /proc/stat's whole-second boot time.
+        [seen] = await probe_host(transport, host, [host.services["a"]], channel=channel)
+        assert seen.run is not None and seen.run.root.pid == first.pid, seen.line
+        started = max(p.start_time for p in seen.run.processes)
+        await asyncio.sleep(max(0.0, started + 1.5 - time.time()))
         a, _ = await refresh()
         assert a.attribution is Attribution.TIED and a.pids == (first.pid,)
         assert (asked("gpu"), asked("compute-apps")) == (1, 1)

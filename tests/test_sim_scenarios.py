@@ -8,7 +8,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -234,18 +233,27 @@ def test_ignore_sigterm_needs_sigkill(tmp_path: Path) -> None:
     vllm = Sim(
         tmp_path, "vllm", "--load-seconds", "0.3", "--scenario", "ignore-sigterm", server=VLLM
     )
+    # The same signals, sent after, to a sim and a worker that do not ignore them.
+    control = Sim(tmp_path, "sglang", "--load-seconds", "0.3", "--tp", "2", server=SGLANG)
     try:
-        for sim in (sglang, vllm):
+        for sim in (sglang, vllm, control):
             sim.wait_ready()
+        for sim in (sglang, vllm):
             sim.signal(signal.SIGTERM)
             sim.signal(signal.SIGINT)
         kid = children(sglang.pid)[0]
         kid.send_signal(signal.SIGTERM)
+        control_kid = children(control.pid)[0]
+        control_kid.send_signal(signal.SIGTERM)
+        control.signal(signal.SIGTERM)
+        control.signal(signal.SIGINT)
         sglang.wait_for(
             r"SIGTERM received\. signum=15 frame=<frame at 0x[0-9a-f]+, .*>\. "
             r"Draining requests and shutting down\.\.\.$"
         )
-        time.sleep(0.5)
+        # Once the control is gone, ours have had the same signals as long: still here.
+        assert control.wait() == 0
+        wait_until(lambda: all_gone([control_kid.pid]), 5, "the control's worker to end")
         for sim in (sglang, vllm):
             assert sim.proc.poll() is None
             assert sim.get("/health")[0] == 200
@@ -258,19 +266,25 @@ def test_ignore_sigterm_needs_sigkill(tmp_path: Path) -> None:
     finally:
         sglang.stop()
         vllm.stop()
+        control.stop()
     assert "Shutting down" not in sglang.text() + vllm.text()
 
 
 def test_slow_load_takes_longer(tmp_path: Path) -> None:
     sim = Sim(tmp_path, "vllm", "--load-seconds", "0.4", "--scenario", "slow-load", server=VLLM)
+    normal = None
     try:
         sim.wait_for(r"Loading safetensors checkpoint shards")
-        time.sleep(0.6)  # past a normal load of 0.4 s; slow-load takes four times as long
+        # A normal load, started later, is done first; slow-load takes four times as long.
+        normal = Sim(tmp_path, "vllm", "--load-seconds", "0.4", server=VLLM)
+        normal.wait_ready()
         assert "Application startup complete." not in sim.text()
         assert sim.get("/health")[0] == 503
         sim.wait_ready()
     finally:
         sim.stop()
+        if normal is not None:
+            normal.stop()
 
 
 def test_tp4_tree_dies_whole_on_sigkill_and_argv_carries_the_flags(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from support.sshd import Sshd, free_port
+from support.wait import eventually
 
 from tui.config import Host, parse_config
 from tui.errors import AuthError, HostKeyError, HostUnreachable, TransportError
@@ -101,8 +102,13 @@ async def test_wrong_key_is_an_auth_error_and_is_not_retried(sshd: Sshd, links: 
     transport = open_transport(host, links)
     with pytest.raises(AuthError, match=r"permission denied for .*none of the keys offered"):
         await transport.run(["true"], timeout=10)
-    await asyncio.sleep(0.3)
-    assert connections_from_log(sshd) - before == 1, "an auth failure must not be retried"
+    # A login after it, logged once sshd has logged everything before it.
+    logins = sshd.accepted_logins()
+    assert (
+        await open_transport(host_from(sshd.host_yaml("m"), "m"), links).run(["true"], timeout=10)
+    ).ok
+    await eventually(lambda: sshd.accepted_logins() > logins, 10, "the later login in sshd's log")
+    assert connections_from_log(sshd) - before == 2, "an auth failure must not be retried"
     assert links.get(host.ssh).status.state is LinkState.FAILED  # type: ignore[arg-type]
 
 
@@ -221,7 +227,9 @@ async def test_lost_server_is_retried_with_backoff_until_it_returns(
         own.kill_sessions()
         own.process.terminate()
         own.process.wait()
-        await asyncio.sleep(0.2)
+        await eventually(
+            lambda: link.status.state is LinkState.RECONNECTING, 10, "the loss to be noticed"
+        )
         with pytest.raises(HostUnreachable, match="not connected"):
             await transport.run(["true"], timeout=1.5)
         assert link.status.state is LinkState.RECONNECTING

@@ -209,6 +209,13 @@ class Config:
 # --------------------------------------------------------------------------- finding
 
 
+#: The commented example beside the package in a clone of the repository. It is named
+#: so that the search below never finds it: its hosts are made up, and babysit never
+#: contacts a host the user did not name.
+EXAMPLE_CONFIG = Path(__file__).resolve().parent.parent / "hosts.example.yaml"
+USER_CONFIG = "~/.config/babysit/hosts.yaml"
+
+
 def find_config(explicit: str | None = None, *, cwd: Path | None = None) -> Path:
     """The hosts.yaml to use: ``--config``, then $BABYSIT_CONFIG, ./hosts.yaml, ~/.config."""
     if explicit:
@@ -224,14 +231,25 @@ def find_config(explicit: str | None = None, *, cwd: Path | None = None) -> Path
         return path
     candidates = [
         (cwd or Path.cwd()) / "hosts.yaml",
-        Path("~/.config/babysit/hosts.yaml").expanduser(),
+        Path(USER_CONFIG).expanduser(),
     ]
     for path in candidates:
         if path.is_file():
             return path
     looked = ", ".join(str(p) for p in candidates)
+    if EXAMPLE_CONFIG.is_file():
+        make = (
+            f"to make one, copy the example and name your own hosts in it: "
+            f"mkdir -p ~/.config/babysit && cp {EXAMPLE_CONFIG} {USER_CONFIG}"
+        )
+    else:
+        make = (
+            f"to make one, write {USER_CONFIG} with a hosts: entry per host "
+            "(the README's hosts.yaml section shows every key)"
+        )
     raise ConfigError(
-        f"no hosts.yaml found (looked in {looked}); pass --config FILE or set ${CONFIG_ENV}"
+        f"no hosts.yaml found (looked in {looked}); pass --config FILE or set "
+        f"${CONFIG_ENV}; {make}"
     )
 
 

@@ -14,11 +14,13 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import urllib.request
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from support.wait import wait_until
+
+__all__ = ["wait_until"]
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -111,17 +113,6 @@ class Server:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait(10)
-
-
-def wait_until(check: Callable[[], object], timeout: float, what: str) -> object:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.03)
 
 
 #: A server argument that breaks naive quoting on the way to the host.

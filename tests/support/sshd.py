@@ -155,8 +155,11 @@ def _yaml_entry(name: str, entry: dict[str, object]) -> str:
     return yaml.safe_dump({name: entry}, default_flow_style=False, sort_keys=False)
 
 
-def start_sshd(root: Path, extra: Sequence[str] = ()) -> Sshd:
-    """An sshd on a free loopback port; ``extra`` lines are added to its config."""
+def start_sshd(
+    root: Path, *, max_sessions: int | None = None, extra: Sequence[str] = ()
+) -> Sshd:
+    """Start an sshd under ``root``, set as OpenSSH ships it (MaxSessions 10) unless
+    ``max_sessions`` says otherwise; ``extra`` lines are added to its config."""
     sshd = find_sshd()
     if sshd is None:
         raise RuntimeError(
@@ -203,7 +206,7 @@ def start_sshd(root: Path, extra: Sequence[str] = ()) -> Sshd:
                 "PermitRootLogin prohibit-password",
                 "UsePAM no",
                 "LogLevel VERBOSE",
-                "MaxSessions 20",
+                *([f"MaxSessions {max_sessions}"] if max_sessions is not None else []),
                 "MaxStartups 50",
                 "ClientAliveInterval 0",
                 f"SetEnv PATH={bin_dir}:{SESSION_PATH} BABYSIT_PCT_ROOT={pct_root} "

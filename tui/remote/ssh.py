@@ -1,10 +1,15 @@
-"""The SSH transport: one asyncssh connection per endpoint, shared by every channel.
+"""The SSH transport: a few asyncssh connections per endpoint, shared by every channel.
 
-:class:`SshLink` owns the connection to one SSH server. Every command is a new
-channel on it; a Proxmox node and each container reached through it share the
-node's link. When an established connection is lost, the link reconnects with
-capped, jittered backoff; it never retries a refused host key or a failed login,
-because retrying those cannot help and may lock an account.
+:class:`SshLink` owns the connections to one SSH server. Every command is a new
+channel (an SSH session) on one of them; a Proxmox node and each container
+reached through it share the node's link. A server allows only so many sessions
+per connection (OpenSSH's ``MaxSessions``, 10 by default), and a long-lived
+stream holds its session for its whole life, so every session is counted
+against its connection's budget and the link opens another connection to the
+same endpoint when all of them are full. When an established connection is
+lost, the link reconnects with capped, jittered backoff; it never retries a
+refused host key or a failed login, because retrying those cannot help and may
+lock an account.
 
 Host keys are always checked against known_hosts. ``host_key_policy:
 accept-new`` (an explicit opt-in, as in OpenSSH) records a key for a host that
@@ -16,10 +21,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import io
 import os
 import socket
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,9 +44,23 @@ from tui.remote.transport import (
 
 #: Missed keepalive answers before the link is declared lost.
 KEEPALIVE_COUNT_MAX = 3
-#: Channels one link runs at once for run(); OpenSSH allows 10 sessions per
-#: connection by default (MaxSessions), and streams need the rest.
+#: Sessions (channels) one connection is asked to hold at once: OpenSSH's default
+#: MaxSessions. A server set lower refuses a channel, and the link then asks no
+#: connection to that endpoint for more than that server held.
+SESSIONS_PER_CONNECTION = 10
+#: Connections one endpoint may have at once (each one is a login on the server).
+MAX_CONNECTIONS = 8
+#: One-shot runs one link has in flight at once; more wait their turn, so that a
+#: burst of commands does not open more connections than the streams need.
 MAX_CONCURRENT_RUNS = 6
+#: Channel-open refusals that a full connection gives (OpenSSH says "open failed").
+_REFUSED_CODES = frozenset(
+    {
+        asyncssh.OPEN_ADMINISTRATIVELY_PROHIBITED,
+        asyncssh.OPEN_CONNECT_FAILED,
+        asyncssh.OPEN_RESOURCE_SHORTAGE,
+    }
+)
 _CHUNK = 64 * 1024
 
 
@@ -73,20 +93,125 @@ class LinkStatus:
 class _Client(asyncssh.SSHClient):
     def __init__(self, link: SshLink) -> None:
         self._link = link
+        self._conn: asyncssh.SSHClientConnection | None = None
+
+    def connection_made(self, conn: asyncssh.SSHClientConnection) -> None:
+        self._conn = conn
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._link._on_lost(exc)
+        self._link._on_lost(self._conn, exc)
+
+
+class _Session:
+    """One session's claim on a connection's budget, from the channel-open request
+    until the channel has closed at both ends."""
+
+    def __init__(self, pooled: _Pooled) -> None:
+        self.pooled = pooled
+        #: Whether the channel opened (its close then ends the claim).
+        self.started = False
+        self._done = False
+
+    def end(self, *, opened: bool) -> None:
+        if not self._done:
+            self._done = True
+            self.pooled.session_ended(opened=opened)
+
+
+class _CountedProcess(asyncssh.SSHClientProcess):  # type: ignore[type-arg]
+    """An SSH process that ends its session's claim when its channel has closed."""
+
+    def __init__(self, session: _Session) -> None:
+        super().__init__()
+        self._session = session
+        session.started = True
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        self._session.end(opened=True)
+
+
+class _Pooled:
+    """One connection of a link and the sessions it holds.
+
+    A session is held from its channel-open request until its channel has closed at
+    both ends. sshd frees it only once it has read our half of the close, so a
+    session closed here is *settling* until a request sent after it has been
+    answered: sshd answers a request only after it has finished with every message
+    that came before it.
+    """
+
+    def __init__(self, conn: asyncssh.SSHClientConnection, changed: Callable[[], None]) -> None:
+        self.conn = conn
+        self.held = 0
+        self._closes = 0
+        self._settled = 0
+        self._changed = changed
+
+    @property
+    def alive(self) -> bool:
+        return not self.conn.is_closed()
+
+    @property
+    def settling(self) -> int:
+        return self._closes - self._settled
+
+    def room(self, budget: int) -> int:
+        return budget - self.held - self.settling if self.alive else 0
+
+    def claim(self) -> _Session:
+        self.held += 1
+        return _Session(self)
+
+    def session_ended(self, *, opened: bool) -> None:
+        self.held -= 1
+        if opened:
+            self._closes += 1
+        self._changed()
+
+    async def settle(self, timeout: float) -> None:
+        """One round trip: afterwards every session closed before it is free on the server."""
+        closes = self._closes
+        request = getattr(self.conn, "_make_global_request", None)
+        if request is not None:
+            # The request OpenSSH's own keepalive sends; any answer (even "failure") will do.
+            try:
+                await asyncio.wait_for(request(b"keepalive@openssh.com"), timeout)
+            except (asyncio.TimeoutError, asyncssh.Error, OSError):
+                return
+        self._settled = max(self._settled, closes)
+        self._changed()
+
+    async def open(self, session: _Session, command: str) -> asyncssh.SSHClientProcess:
+        """A process running ``command`` on a new channel, counted by ``session``."""
+        try:
+            _, process = await self.conn.create_session(
+                lambda: _CountedProcess(session), command, encoding=None
+            )
+        except BaseException:
+            if not session.started:
+                session.end(opened=False)
+            raise
+        await process.redirect(
+            asyncssh.PIPE, asyncssh.PIPE, asyncssh.PIPE, io.DEFAULT_BUFFER_SIZE, True, True
+        )
+        return process
 
 
 class SshLink:
-    """The one connection to one SSH endpoint, reconnecting after a loss."""
+    """The connections to one SSH endpoint: as many as its sessions need, reconnecting
+    after a loss."""
 
     def __init__(self, endpoint: SshEndpoint) -> None:
         self.endpoint = endpoint
-        #: Successful connections made so far (1 for a link that never dropped).
+        #: Successful connections made so far (1 for a link that never dropped and
+        #: never needed a second connection).
         self.connects = 0
-        self._conn: asyncssh.SSHClientConnection | None = None
-        self._lock = asyncio.Lock()
+        self._pool: list[_Pooled] = []
+        #: Sessions each connection is asked to hold (lowered when a server refuses).
+        self.budget = SESSIONS_PER_CONNECTION
+        self._changed = asyncio.Event()
+        self._dialing = False
         self._runs = asyncio.Semaphore(MAX_CONCURRENT_RUNS)
         self._ever_connected = False
         self._attempt = 0
@@ -103,58 +228,150 @@ class SshLink:
     def name(self) -> str:
         return f"ssh {self.endpoint}"
 
-    def _on_lost(self, exc: Exception | None) -> None:
-        if self._closed:
+    @property
+    def connections(self) -> int:
+        """Connections open now."""
+        return sum(1 for pooled in self._pool if pooled.alive)
+
+    @property
+    def sessions(self) -> int:
+        """Sessions held now, on every connection."""
+        return sum(pooled.held for pooled in self._pool if pooled.alive)
+
+    def _notify(self) -> None:
+        """Wake every caller waiting for room, a connection or a failed dial."""
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    def _on_lost(self, conn: asyncssh.SSHClientConnection | None, exc: Exception | None) -> None:
+        self._pool = [p for p in self._pool if p.conn is not conn and p.alive]
+        self._notify()
+        if self._closed or self._pool:
             return
         self._last_error = f"connection lost ({exc})" if exc else "connection closed by the server"
         self._status = LinkStatus(LinkState.RECONNECTING, retry_at=time.monotonic())
 
-    async def connection(self) -> asyncssh.SSHClientConnection:
-        """The live connection, connecting or reconnecting as needed.
+    async def session(self, deadline: float) -> _Session:
+        """A claim on a session of a connection with room, connecting (or opening one
+        more connection) as needed; waits while every allowed connection is full, up
+        to ``deadline`` (monotonic), then raises :class:`HostUnreachable`.
 
         A first connection that fails raises at once (the caller decides when to
-        try again). Once a connection existed and was lost, this waits through
-        backoff and keeps trying until it succeeds or the caller cancels it.
+        try again). Once a connection existed and every one was lost, this waits
+        through backoff and keeps trying until it succeeds or the deadline passes.
         """
-        if self._closed:
-            raise TransportError(f"{self.name}: link closed")
-        conn = self._conn
-        if conn is not None and not conn.is_closed():
-            return conn
-        async with self._lock:
-            conn = self._conn
-            if conn is not None and not conn.is_closed():
-                return conn
-            self._conn = None
-            while True:
-                wait = self._retry_at - time.monotonic()
-                if wait > 0:
-                    self._status = LinkStatus(LinkState.RECONNECTING, retry_at=self._retry_at)
-                    await asyncio.sleep(wait)
-                self._status = LinkStatus(
-                    LinkState.RECONNECTING if self._ever_connected else LinkState.CONNECTING
-                )
-                try:
-                    conn = await self._connect_once()
-                except (HostKeyError, AuthError) as error:
+        began = time.monotonic()
+        while True:
+            if self._closed:
+                raise TransportError(f"{self.name}: link closed")
+            changed = self._changed
+            self._pool = [p for p in self._pool if p.alive]
+            # The oldest connection with room first, so that later ones stay spare.
+            roomy = next((p for p in self._pool if p.room(self.budget) > 0), None)
+            if roomy is not None:
+                return roomy.claim()
+            remaining = deadline - time.monotonic()
+            try:
+                if remaining <= 0:
+                    raise asyncio.TimeoutError
+                settling = [p for p in self._pool if p.settling]
+                if settling:
+                    await settling[0].settle(min(self.endpoint.connect_timeout, remaining))
+                elif len(self._pool) < MAX_CONNECTIONS and not self._dialing:
+                    # One dial at a time (set before the dial's task starts). Only the
+                    # wait is bounded here: claims are made by this loop alone, so a
+                    # timeout can never drop one on the floor.
+                    self._dialing = True
+                    try:
+                        await asyncio.wait_for(self._grow(changed), remaining)
+                    finally:
+                        self._dialing = False
+                        self._notify()
+                else:
+                    await asyncio.wait_for(changed.wait(), remaining)
+            except asyncio.TimeoutError:
+                raise HostUnreachable(
+                    f"{self.name}: {self.waiting_reason()}; "
+                    f"gave up after the command's {deadline - began:.0f} s"
+                ) from None
+
+    async def _grow(self, changed: asyncio.Event) -> None:
+        """Dial one more connection into the pool; a spare one (others are open) that
+        cannot be made now is not an error: the others keep serving, and the next try
+        waits out the backoff."""
+        spare = bool(self._pool)
+        if spare and self._retry_at > time.monotonic():
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(changed.wait(), self._retry_at - time.monotonic())
+            return
+        if spare:
+            try:
+                conn = await self._connect_once()
+            except HostUnreachable as error:
+                self._last_error = error.message
+                self._retry_at = time.monotonic() + backoff_delay(self._attempt)
+                self._attempt += 1
+                return
+            self._connected()
+        else:
+            conn = await self._connection()
+        self._pool.append(_Pooled(conn, self._notify))
+
+    def _connected(self) -> None:
+        self._ever_connected = True
+        self._attempt = 0
+        self._retry_at = 0.0
+        self.connects += 1
+        self._status = LinkStatus(LinkState.CONNECTED)
+
+    async def _connection(self) -> asyncssh.SSHClientConnection:
+        """A new connection when there is none, through backoff after a loss."""
+        while True:
+            wait = self._retry_at - time.monotonic()
+            if wait > 0:
+                self._status = LinkStatus(LinkState.RECONNECTING, retry_at=self._retry_at)
+                await asyncio.sleep(wait)
+            self._status = LinkStatus(
+                LinkState.RECONNECTING if self._ever_connected else LinkState.CONNECTING
+            )
+            try:
+                conn = await self._connect_once()
+            except (HostKeyError, AuthError) as error:
+                self._status = LinkStatus(LinkState.FAILED, error=error.message)
+                raise
+            except HostUnreachable as error:
+                self._last_error = error.message
+                self._retry_at = time.monotonic() + backoff_delay(self._attempt)
+                self._attempt += 1
+                if not self._ever_connected:
                     self._status = LinkStatus(LinkState.FAILED, error=error.message)
                     raise
-                except HostUnreachable as error:
-                    self._last_error = error.message
-                    self._retry_at = time.monotonic() + backoff_delay(self._attempt)
-                    self._attempt += 1
-                    if not self._ever_connected:
-                        self._status = LinkStatus(LinkState.FAILED, error=error.message)
-                        raise
-                    self._status = LinkStatus(LinkState.RECONNECTING, retry_at=self._retry_at)
-                    continue
-                self._conn = conn
-                self._ever_connected = True
-                self._attempt = 0
-                self._retry_at = 0.0
-                self.connects += 1
-                self._status = LinkStatus(LinkState.CONNECTED)
-                return conn
+                self._status = LinkStatus(LinkState.RECONNECTING, retry_at=self._retry_at)
+                continue
+            self._connected()
+            return conn
+
+    def refused(self, session: _Session, error: asyncssh.ChannelOpenError) -> bool:
+        """Whether a refused channel open was the connection's session limit; if so, no
+        connection to this endpoint is asked for more sessions than it held then."""
+        pooled = session.pooled
+        if error.code not in _REFUSED_CODES or not pooled.alive:
+            return False
+        others = pooled.held + pooled.settling
+        if others == 0:
+            return False  # nothing else open there: not a limit on sessions
+        self.budget = min(self.budget, others)
+        self._notify()
+        return True
+
+    def waiting_reason(self) -> str:
+        """Why no session could be had in time, in plain words."""
+        if self.connections >= MAX_CONNECTIONS:
+            return (
+                f"every session is in use (the server allows {self.budget} per connection, "
+                f"and {MAX_CONNECTIONS} connections are open)"
+            )
+        return f"not connected ({self._last_error or 'reconnecting'})"
 
     async def _connect_once(self) -> asyncssh.SSHClientConnection:
         ep = self.endpoint
@@ -305,11 +522,13 @@ class SshLink:
 
     async def close(self) -> None:
         self._closed = True
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            conn.close()
+        pool, self._pool = self._pool, []
+        self._notify()
+        for pooled in pool:
+            pooled.conn.close()
+        for pooled in pool:
             with contextlib.suppress(Exception):
-                await conn.wait_closed()
+                await pooled.conn.wait_closed()
 
 
 class SshProcess(RemoteProcess):
@@ -383,29 +602,31 @@ class SshTransport(Transport):
         return remote_command([*self.prefix, *argv])
 
     async def _open(self, argv: Sequence[str], deadline: float) -> asyncssh.SSHClientProcess:
-        """Open a channel running ``argv``; a channel that fails to open on a
-        connection that just died is retried once on a fresh connection (the
-        command never started, so this cannot run it twice)."""
+        """Open a channel running ``argv``, on a connection with a session to spare.
+
+        A channel that fails to open on a connection that just died is retried once
+        on a fresh connection, and one that a full connection refused is retried on
+        another (the command never started either way, so this cannot run it twice).
+        """
         command = self._command(argv)
-        for attempt in (0, 1):
-            remaining = deadline - time.monotonic()
+        lost_once = False
+        while True:
+            session = await self.link.session(deadline)
+            pooled = session.pooled
             try:
-                conn = await asyncio.wait_for(self.link.connection(), max(remaining, 0.01))
-            except asyncio.TimeoutError:
-                raise HostUnreachable(
-                    f"{self.link.name}: not connected ({self.link._last_error or 'reconnecting'}); "
-                    f"gave up after the command's {remaining:.0f} s"
-                ) from None
-            try:
-                return await conn.create_process(command, encoding=None)
+                return await pooled.open(session, command)
             except (asyncssh.ChannelOpenError, asyncssh.DisconnectError, OSError) as error:
-                if attempt == 0 and conn.is_closed():
+                if not pooled.alive and not lost_once:
+                    lost_once = True
+                    continue
+                if isinstance(error, asyncssh.ChannelOpenError) and self.link.refused(
+                    session, error
+                ):
                     continue
                 reason = getattr(error, "reason", None) or str(error)
                 raise HostUnreachable(
                     f"{self.link.name}: cannot open a channel: {reason}"
                 ) from None
-        raise AssertionError("unreachable")
 
     async def run(
         self, argv: Sequence[str], *, timeout: float, stdin: bytes | None = None
