@@ -75,7 +75,8 @@ def test_tail_follow_reports_events_on_stderr(tmp_path: Path) -> None:
         assert proc.stdout.readline() == "first\n"
         log.write_text("")
         assert proc.stderr.readline() == (
-            "babysit: here/qwen: log truncated (was 1.96 KiB, now 0 B)\n"
+            "babysit: here/qwen: log truncated (was at least 1.96 KiB, now 0 B): no copy "
+            "beside it; anything after byte 2,007 is lost\n"
         )
         time.sleep(0.2)
         with log.open("a") as handle:
