@@ -449,10 +449,28 @@ class HostScreen(Screen[None]):
                 await asyncio.wait_for(worker.wait(), FOLLOWER_STOP_TIMEOUT)
 
     async def follow_from(self, cursor: LogCursor) -> None:
-        """Follow the log from ``cursor`` (a new run's anchor) with a new follower."""
+        """Follow the log from ``cursor`` (a new run's anchor), each line shown once.
+
+        A follower that runs on the cursor's file already (it followed the path to
+        the new file, which it reads from its start; or the log was appended to, and
+        it was opened before the launch) shows the new run's lines: it stays, as a
+        second one would show them again. Else a new follower starts at the cursor,
+        or past it where the pane shows that file further.
+        """
         if self.anchor_follower is None:
             return
+        worker, file = self._follower_worker, self.follower.file
+        if (
+            worker is not None
+            and not worker.is_finished
+            and file is not None
+            and (file.dev, file.inode) == (cursor.dev, cursor.inode)
+        ):
+            return
         await self._stop_following()
+        shown = self.log_view.shown_until(cursor.dev, cursor.inode)
+        if shown is not None and shown > cursor.offset:
+            cursor = LogCursor(cursor.dev, cursor.inode, shown)
         self.follower = self.anchor_follower(cursor)
         self.query_one("#problem", Static).remove_class("-shown")
         self.log_view.resume()
