@@ -117,6 +117,28 @@ def audit_lines() -> list[dict[str, Any]]:
     return [json.loads(x) for x in path.read_text().splitlines()]
 
 
+def assert_new_run_shown_once(screen: HostScreen, inode: int) -> None:
+    """The new run's marker line and its "following …" row each once; search finds one."""
+    view = screen.log_view
+    markers = [
+        r for r in view.buffer if isinstance(r, LogLine) and r.text.startswith("babysit run=")
+    ]
+    opened = [
+        r.event.message
+        for r in view.buffer
+        if isinstance(r, EventRow)
+        and r.event.kind is EventKind.OPENED
+        and r.event.data.get("inode") == inode
+    ]
+    assert len(markers) == 1, [r.text for r in markers]
+    assert len(opened) == 1, opened
+    assert len({(r.inode, r.offset) for r in view.buffer if isinstance(r, LogLine)}) == sum(
+        isinstance(r, LogLine) for r in view.buffer
+    ), "no line of the file shown twice"
+    view.start_search("babysit run=")
+    assert view.search is not None and len(view.search.rows) == 1
+
+
 async def modal_of(pilot: Pilot[Any]) -> ConfirmAction:
     await until(pilot, lambda: isinstance(pilot.app.screen, ConfirmAction), "the modal")
     await pilot.pause()
@@ -214,6 +236,7 @@ async def test_r_relaunches_follows_the_new_inode_and_reaches_ready(tmp_path: Pa
             rotated = [p for p in tmp_path.iterdir() if p.name.startswith("serve.log.")]
             assert len(rotated) == 1 and READY in rotated[0].read_text()
             await until(pilot, lambda: verdict(app) is Verdict.LIVE, "LIVE")
+            assert_new_run_shown_once(screen, new_inode)
         actions = [(e["action"], e["ok"]) for e in audit_lines()]
         assert actions == [("relaunch", True), ("wait", True)]
     finally:
@@ -244,6 +267,16 @@ async def test_capital_r_kills_then_relaunches(tmp_path: Path) -> None:
             await until(pilot, lambda: verdict(app) is Verdict.LIVE, "LIVE again")
             a = screen.assessment
             assert a is not None and a.run is not None and a.run.root.pid != server.pid
+            new_inode = log.stat().st_ino
+            await until(
+                pilot,
+                lambda: any(
+                    isinstance(r, LogLine) and r.inode == new_inode and READY in r.text
+                    for r in screen.log_view.buffer
+                ),
+                "the new run's ready line",
+            )
+            assert_new_run_shown_once(screen, new_inode)
         actions = [(e["action"], e["ok"]) for e in audit_lines()]
         assert actions == [("kill", True), ("relaunch", True), ("wait", True)]
     finally:

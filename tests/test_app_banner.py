@@ -100,3 +100,59 @@ async def test_banner_follows_the_run_and_w_follows_the_writer(tmp_path: Path) -
             assert banner.has_class("-bad")
     finally:
         server.kill()
+
+
+async def test_a_probe_that_raises_turns_the_banner_unknown_and_the_loop_comes_back(
+    tmp_path: Path,
+) -> None:
+    """The real probe of a real run, made to raise once: said, then asked again."""
+    log = tmp_path / "serve.log"
+    server = Server(log)
+    try:
+        server.wait_for(READY)
+        app = app_for(log, server)
+        real = app._probe_factory
+        fail = {"armed": False, "raised": 0}
+
+        def raising_once(transport: Any) -> Any:
+            probe = real(transport)
+
+            async def flaky() -> Any:
+                if fail["armed"]:
+                    fail["armed"] = False
+                    fail["raised"] += 1
+                    raise RuntimeError("the probe broke")
+                return await probe()
+
+            return flaky
+
+        app._probe_factory = raising_once
+        async with app.run_test(size=(120, 36)) as pilot:
+            screen = screen_of(pilot)
+
+            def verdict() -> Verdict | None:
+                return screen.assessment.verdict if screen.assessment else None
+
+            await until(pilot, lambda: verdict() is Verdict.LIVE, "LIVE")
+            fail["armed"] = True
+            await until(pilot, lambda: verdict() is Verdict.UNKNOWN, "UNKNOWN")
+            banner = screen.query_one(RunBanner)
+            assert banner.has_class("-unknown") and not banner.has_class("-live")
+            shown = str(banner.render())
+            assert "UNKNOWN" in shown
+            assert "cannot tell: the probe crashed: RuntimeError: the probe broke" in shown
+            assert "asking again in " in shown
+            await until(pilot, lambda: verdict() is Verdict.LIVE, "LIVE again")
+            assert fail["raised"] == 1
+            assert banner.has_class("-live")
+            changes = [
+                r.event.message
+                for r in screen.log_view.buffer
+                if isinstance(r, EventRow) and r.event.kind is EventKind.VERDICT
+            ]
+            assert any(
+                m.startswith("LIVE → UNKNOWN: cannot tell: the probe crashed") for m in changes
+            )
+            assert changes[-1].startswith("UNKNOWN → LIVE: ")
+    finally:
+        server.kill()

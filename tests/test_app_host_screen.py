@@ -246,7 +246,7 @@ async def test_a_truncated_log_shows_a_separator_row(log: Path) -> None:
         await wait_for(pilot, holds(view, "after the truncate"))
         rows = visible_rows(view)
         separator = next(row for row in rows if "log truncated" in row)
-        assert separator.startswith("── log truncated (was 30 B, now 0 B) (")
+        assert separator.startswith("── log truncated (was at least 30 B, now 0 B): ")
         assert separator.endswith("─")
         assert rows.index(separator) < rows.index("after the truncate")
         warning = view.get_component_rich_style("log-view--event-warning")

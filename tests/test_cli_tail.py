@@ -8,6 +8,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+from support.servers import Server
 from support.sshd import Sshd
 
 
@@ -75,7 +77,8 @@ def test_tail_follow_reports_events_on_stderr(tmp_path: Path) -> None:
         assert proc.stdout.readline() == "first\n"
         log.write_text("")
         assert proc.stderr.readline() == (
-            "babysit: here/qwen: log truncated (was 1.96 KiB, now 0 B)\n"
+            "babysit: here/qwen: log truncated (was at least 1.96 KiB, now 0 B): no copy "
+            "beside it; anything after byte 2,007 is lost\n"
         )
         time.sleep(0.2)
         with log.open("a") as handle:
@@ -103,3 +106,70 @@ def test_tail_missing_log_without_follow_says_so(tmp_path: Path) -> None:
     assert result.stdout == ""
     assert f"babysit: here/qwen: {tmp_path / 'nope.log'} does not exist" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("kind", ["local", "ssh", "pct"])
+def test_tail_on_a_stale_service_says_who_writes_what_and_how_to_follow_it(
+    sshd: Sshd, tmp_path: Path, kind: str
+) -> None:
+    """The log was deleted and made again: nothing writes the file at the path."""
+    log = tmp_path / "serve.log"
+    server = Server(log)
+    try:
+        server.wait_for("fired up and ready")
+        log.unlink()
+        log.write_text("")  # the file at the path now; the server writes the deleted one
+        sshd.add_container(105)
+        entry = {
+            "local": "here:\n  local: true\n",
+            "ssh": sshd.host_yaml("here"),
+            "pct": sshd.pct_host_yaml("here", 105),
+        }[kind]
+        config = tmp_path / "hosts.yaml"
+        body = entry.rstrip("\n") + (
+            f"\n  services:\n    qwen:\n      engine: sglang\n      log: {json.dumps(str(log))}\n"
+            f"      port: {server.port}\n"
+        )
+        config.write_text("hosts:\n" + "".join(f"  {line}\n" for line in body.splitlines()))
+        result = subprocess.run(
+            babysit("tail", "here/qwen", "--config", str(config)),
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == ""
+        said = result.stderr
+        assert said.startswith(f"babysit: here/qwen: STALE — pid {server.pid} "), said
+        assert f"writes {log} (deleted, inode " in said
+        assert "and nothing writes it" in said
+        assert (
+            f"to follow what pid {server.pid} writes: babysit tail here/qwen --pid {server.pid}"
+            in said
+        )
+
+        as_json = subprocess.run(
+            babysit("tail", "here/qwen", "--json", "--config", str(config)),
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+        records = [json.loads(line) for line in as_json.stdout.splitlines()]
+        (note,) = [r for r in records if r.get("event") == "verdict"]
+        assert note["verdict"] == "STALE" and note["pid"] == server.pid
+        assert note["writer_deleted"] is True
+        assert f"--pid {server.pid}" in note["message"]
+        assert as_json.stderr == ""
+
+        followed = subprocess.run(
+            babysit("tail", "here/qwen", "--pid", str(server.pid), "--config", str(config)),
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+        assert "fired up and ready" in followed.stdout, "--pid follows what the server writes"
+    finally:
+        server.kill()

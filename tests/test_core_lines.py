@@ -92,6 +92,52 @@ def test_splitter_gives_the_same_lines_whatever_the_chunking(data: bytes, draw) 
     assert splitter.pending_bytes == len(data) - len(complete)
 
 
+@settings(max_examples=300)
+@given(
+    st.binary(max_size=600).map(lambda b: b.replace(b"\r", b"")),
+    st.data(),
+    st.integers(0, 200),
+    st.integers(8, 100),
+)
+def test_the_resume_cursor_carries_what_was_read_before_it(
+    data: bytes, draw, start: int, max_line: int
+) -> None:
+    """Whatever the chunking, cut lines and partial lines: the cursor's head is the
+    file's first bytes and its anchor the bytes just before its offset."""
+    start = min(start, len(data))
+    cuts = sorted(draw.draw(st.lists(st.integers(start, len(data)), max_size=12)))
+    chunks = [data[a:b] for a, b in zip([start, *cuts], [*cuts, len(data)], strict=True)]
+    splitter = LineSplitter(max_line=max_line, clock=lambda: 0.0)
+    # The host starts at ``start`` and says what it read there.
+    splitter.expect(1, 2, start, data[:64], data[max(0, start - 64) : start])
+    offset = start
+    for chunk in chunks:
+        if chunk:
+            splitter.feed(1, 2, offset, chunk)
+        offset += len(chunk)
+        cursor = splitter.resume_cursor
+        if cursor is None:
+            continue
+        assert cursor.head == data[:64]
+        assert cursor.anchor == data[max(0, cursor.offset - 64) : cursor.offset]
+    splitter.discard_pending()
+    cursor = splitter.resume_cursor
+    if cursor is not None:
+        assert cursor.anchor == data[max(0, cursor.offset - 64) : cursor.offset]
+
+
+def test_the_cursor_of_a_file_left_and_come_back_to_keeps_its_fingerprints() -> None:
+    splitter = LineSplitter(clock=lambda: 0.0)
+    splitter.feed(1, 10, 0, b"first file line\n")
+    splitter.feed(1, 11, 0, b"a line of the other file\n")
+    splitter.feed(1, 10, 16, b"more\n")
+    cursor = splitter.resume_cursor
+    assert cursor is not None
+    assert (cursor.inode, cursor.offset) == (10, 21)
+    assert cursor.head == b"first file line\nmore\n"
+    assert cursor.anchor == b"first file line\nmore\n"
+
+
 @given(st.integers(1, 300), st.integers(1, 50))
 def test_long_lines_are_cut_and_never_held_whole(length: int, chunk: int) -> None:
     data = b"x" * length + b"\nnext\n"

@@ -17,7 +17,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,6 +90,22 @@ class Sshd:
                 killed += 1
         return killed
 
+    @contextlib.contextmanager
+    def down(self) -> Iterator[None]:
+        """The host unreachable for a while: the listener and every session stopped,
+        then the same sshd (same port, keys and config) started again."""
+        self.kill_sessions()
+        self.process.terminate()
+        try:
+            self.process.wait(5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        try:
+            yield
+        finally:
+            self.process = _spawn(self.root / "sshd_config", self.log, self.port)
+
     def add_container(self, vmid: int, *, stopped: bool = False) -> None:
         lxc = self.pct_root / "nodes" / PCT_NODE / "lxc"
         lxc.mkdir(parents=True, exist_ok=True)
@@ -155,6 +171,33 @@ def _yaml_entry(name: str, entry: dict[str, object]) -> str:
     return yaml.safe_dump({name: entry}, default_flow_style=False, sort_keys=False)
 
 
+def _spawn(config: Path, log: Path, port: int) -> subprocess.Popen[bytes]:
+    """Start sshd with ``config`` and wait until it listens on ``port``."""
+    sshd = find_sshd()
+    assert sshd is not None
+    if os.geteuid() == 0:
+        # Privilege separation needs this directory when sshd runs as root; Debian's
+        # service unit creates it at boot, which a container or CI runner never does.
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+    process = subprocess.Popen(
+        [sshd, "-D", "-f", str(config), "-E", str(log)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            err = process.stderr.read().decode() if process.stderr else ""
+            detail = log.read_text() if log.exists() else ""
+            raise RuntimeError(f"sshd exited with {process.returncode}: {err}{detail}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+            return process
+        time.sleep(0.05)
+    process.kill()
+    raise RuntimeError("sshd did not start listening within 10 s")
+
+
 def start_sshd(
     root: Path, *, max_sessions: int | None = None, extra: Sequence[str] = ()
 ) -> Sshd:
@@ -216,28 +259,7 @@ def start_sshd(
             ]
         )
     )
-    if os.geteuid() == 0:
-        # Privilege separation needs this directory when sshd runs as root; Debian's
-        # service unit creates it at boot, which a container or CI runner never does.
-        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
-    process = subprocess.Popen(
-        [sshd, "-D", "-f", str(config), "-E", str(log)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            err = process.stderr.read().decode() if process.stderr else ""
-            detail = log.read_text() if log.exists() else ""
-            raise RuntimeError(f"sshd exited with {process.returncode}: {err}{detail}")
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
-            break
-        time.sleep(0.05)
-    else:
-        process.kill()
-        raise RuntimeError("sshd did not start listening within 10 s")
+    process = _spawn(config, log, port)
     return Sshd(
         root=root,
         port=port,

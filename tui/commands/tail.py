@@ -5,21 +5,35 @@ reconnected) goes to stderr as ``babysit: HOST/SERVICE: …``. With ``--json``
 everything is one JSON object per line on stdout, each line carrying the
 (dev, inode, offset) it was read from. Starting reads only what the last N
 lines need, never the whole file.
+
+The file at the path is followed as asked; alongside, one probe asks which run
+this is, and when the run writes another file (STALE: the log was deleted or
+renamed and made again; NO-LOG) that is said, with the ``--pid`` that follows
+what the run writes.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import shlex
 import sys
-from typing import TextIO
+import time
+from typing import TYPE_CHECKING, TextIO
 
 from tui.cli import add_config_option, add_json_option
 from tui.commands.ui import resolve
 from tui.config import Host, Service, load_config
 from tui.core.follow import Start
-from tui.core.logcursor import EventKind, EventRow, LogLine, Row
+from tui.core.logcursor import EventKind, EventRow, LogEvent, LogLine, Row
+from tui.core.runs import Assessment, Verdict
+from tui.core.sanitize import printable
+from tui.errors import BabysitError
+
+if TYPE_CHECKING:
+    from tui.remote.transport import Transport
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -76,9 +90,16 @@ async def _tail(
     from tui.remote.follow import Follower
 
     links = SshLinks()
+    transport = open_transport(host, links)
+    # Not with --pid: the user follows a writer already.
+    said = (
+        None
+        if args.pid is not None
+        else asyncio.create_task(_say_writer(transport, host, service, printer))
+    )
     try:
         follower = Follower(
-            open_transport(host, links),
+            transport,
             service.log,
             label=service.label,
             start=start,
@@ -87,9 +108,44 @@ async def _tail(
         )
         async for batch in follower.rows():
             printer.rows(batch)
+        if said is not None:
+            await said
         return follower.file is not None
     finally:
+        if said is not None and not said.done():
+            said.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await said
         await links.close()
+
+
+async def _say_writer(transport: Transport, host: Host, service: Service, printer: Printer) -> None:
+    """Probe once; if the run writes another file than the one at the path, say so."""
+    from tui.remote.probe import probe_host
+
+    try:
+        (assessment,) = await probe_host(transport, host, [service])
+    except BabysitError:
+        return  # the follower says what is wrong with the host
+    row = writer_note(assessment, service)
+    if row is not None:
+        printer.rows([row])
+
+
+def writer_note(a: Assessment, service: Service) -> EventRow | None:
+    """The words for a run that writes another file than the one at the path."""
+    if a.verdict not in (Verdict.STALE, Verdict.NO_LOG):
+        return None
+    pid = a.writer_pid or (a.run.root.pid if a.run else None)
+    message = f"{a.line}; shown here: the file now at the path"
+    if pid is not None:
+        follow = shlex.join(["babysit", "tail", service.label, "--pid", str(pid)])
+        message += f"; to follow what pid {pid} writes: {follow}"
+    data: dict[str, object] = {"verdict": a.verdict.name.replace("_", "-"), "pid": pid}
+    if a.writer_file is not None:
+        data["writer_inode"] = a.writer_file.inode
+        data["writer_deleted"] = a.writer_file.deleted
+    return EventRow(LogEvent(EventKind.VERDICT, message, time.time(), data))
 
 
 class Printer:
@@ -142,5 +198,6 @@ class Printer:
             self._opened_once = True
             return
         self.out.flush()
-        self.err.write(f"babysit: {self.label}: {event.message}\n")
+        # Events carry host text (paths, the agent's errors): shown, never obeyed.
+        self.err.write(f"babysit: {printable(self.label)}: {printable(event.message)}\n")
         self.err.flush()

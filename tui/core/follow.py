@@ -61,6 +61,10 @@ class FollowState:
         self.eof = False
         self._writer_pid: int | None = None
         self._last_data: tuple[int, int] | None = None
+        # Whether the last start asked the host to resume at a cursor, and, after a
+        # reconnect, how long the link was down (said once the host has checked it).
+        self._resuming = False
+        self._gap: float | None = None
 
     # ---------------------------------------------------------------- frames
 
@@ -95,14 +99,17 @@ class FollowState:
         path = str(frame.fields.get("path") or self.path)
         size = frame.int("size")
         inode = frame.int("inode")
-        self.file = FileInfo(
-            path, frame.int("dev"), inode, size, self._clock(), writer_pid=self._writer_pid
-        )
-        self._last_data = (frame.int("dev"), inode)
+        dev = frame.int("dev")
+        self.file = FileInfo(path, dev, inode, size, self._clock(), writer_pid=self._writer_pid)
+        self._last_data = (dev, inode)
         self.eof = False
         start = frame.int("start")
+        self.splitter.expect(
+            dev, inode, start, _unhex(frame.fields.get("head")), _unhex(frame.fields.get("anchor"))
+        )
         where = "from the start" if start == 0 else f"from offset {start}"
         return [
+            *self._reconnect_said("starting again"),
             self._event(
                 EventKind.OPENED,
                 f"following {path} (inode {inode}, {human_size(size)}) {where}",
@@ -112,21 +119,63 @@ class FollowState:
                 size=size,
                 start=start,
                 read_back=frame.fields.get("read_back", 0),
-            )
+            ),
         ]
 
     def _on_truncated(self, frame: Frame) -> list[Row]:
+        """The file was cut (and maybe written again) under us.
+
+        ``read`` is how much of the old content babysit had read; ``old_size`` its
+        size when it was cut, known only from a copy beside it (``copy``, which then
+        holds the ``unread`` bytes, read next); else only ``seen`` (the largest size
+        babysit saw) bounds it from below.
+        """
         rows: list[Row] = list(self.splitter.flush())
-        old, new = frame.int("old_size"), frame.int("new_size")
-        how = "truncated and rewritten" if frame.fields.get("regrown") else "truncated"
+        fields = frame.fields
+        new = frame.int("new_size")
+        read = frame.int("read")
+        seen = max(read, frame.int("seen"))
+        old = fields.get("old_size")
+        copy = fields.get("copy")
+        unread = fields.get("unread")
+        regrown = bool(fields.get("regrown"))
+        if fields.get("reused"):
+            how = "truncated and rewritten, or deleted and made again with the same inode number,"
+        else:
+            how = "truncated and rewritten" if regrown else "truncated"
+        if fields.get("away"):
+            how += " while babysit was not connected"
+        was = (
+            f"was {human_size(old)}" if isinstance(old, int) else f"was at least {human_size(seen)}"
+        )
+        message = f"log {how} ({was}, now {human_size(new)})"
+        if isinstance(copy, str) and isinstance(unread, int):
+            message += (
+                f": its copy {copy} holds the {human_size(unread)} not read yet; "
+                "reading them from there"
+                if unread
+                else f": everything was read before (its copy is {copy})"
+            )
+            self._last_data = (frame.int("copy_dev"), frame.int("copy_inode"))
+        else:
+            message += f": no copy beside it; anything after byte {read:,} is lost"
+        if self.file is not None and (self.file.dev, self.file.inode) == (
+            frame.int("dev"),
+            frame.int("inode"),
+        ):
+            self.file = replace(self.file, size=new, observed_at=self._clock())
         rows.append(
             self._event(
                 EventKind.TRUNCATED,
-                f"log {how} (was {human_size(old)}, now {human_size(new)})",
+                message,
                 inode=frame.int("inode"),
-                old_size=old,
+                read=read,
+                old_size=old if isinstance(old, int) else None,
+                seen=seen,
                 new_size=new,
-                regrown=bool(frame.fields.get("regrown")),
+                regrown=regrown,
+                unread=unread if isinstance(unread, int) else None,
+                copy=copy if isinstance(copy, str) else None,
             )
         )
         return rows
@@ -213,16 +262,37 @@ class FollowState:
             )
         ]
 
+    def _on_resume(self, frame: Frame) -> list[Row]:
+        """The host's check of the cursor it was asked to resume at."""
+        inode, offset = frame.int("inode"), frame.int("offset")
+        if not frame.fields.get("held"):
+            why = str(frame.fields.get("why") or "it is not the file that was read")
+            return self._reconnect_said(
+                f"could not resume at inode {inode}, offset {offset}: {why}"
+            )
+        if frame.fields.get("checked") or offset == 0:
+            return self._reconnect_said(
+                f"resumed at inode {inode}, offset {offset}: its first bytes and those before "
+                "the offset are as read, so nothing lost or repeated"
+                if offset
+                else f"resumed at inode {inode}, offset 0: nothing lost or repeated"
+            )
+        return self._reconnect_said(
+            f"resumed at inode {inode}, offset {offset} (not checked: what was read there "
+            "is not known)"
+        )
+
     def _on_lost(self, frame: Frame) -> list[Row]:
         inode, offset = frame.int("inode"), frame.int("offset")
         return [
+            *self._reconnect_said(f"inode {inode} is gone"),
             self._event(
                 EventKind.ERROR,
                 f"inode {inode} is gone (deleted and closed while disconnected): what was "
                 f"written to it after offset {offset} cannot be shown",
                 inode=inode,
                 offset=offset,
-            )
+            ),
         ]
 
     def _on_eof(self, frame: Frame) -> list[Row]:
@@ -231,7 +301,10 @@ class FollowState:
         return list(self.splitter.flush())
 
     def _on_error(self, frame: Frame) -> list[Row]:
-        return [self._event(EventKind.ERROR, str(frame.fields.get("message")))]
+        return [
+            *self._reconnect_said("the follower reports an error"),
+            self._event(EventKind.ERROR, str(frame.fields.get("message"))),
+        ]
 
     # ---------------------------------------------------------------- connection
 
@@ -240,12 +313,25 @@ class FollowState:
         return [self._event(EventKind.DISCONNECTED, f"connection lost: {reason}; reconnecting")]
 
     def reconnected(self, gap: float) -> list[Row]:
-        cursor = self.splitter.resume_cursor
-        where = (
-            f"resumed at inode {cursor.inode}, offset {cursor.offset}: nothing lost or repeated"
-            if cursor
-            else "starting again"
-        )
+        """The link is back after ``gap`` seconds. When resuming at a cursor, what is
+        said waits for the host's check of it (a ``resume`` frame): "nothing lost or
+        repeated" only once the host has proven it."""
+        if self._resuming:
+            self._gap = gap
+            return []
+        return [
+            self._event(
+                EventKind.RECONNECTED,
+                f"reconnected after {human_age(gap)}; starting again",
+                gap=gap,
+            )
+        ]
+
+    def _reconnect_said(self, where: str) -> list[Row]:
+        """The reconnected row, once, with what the host found (nothing if not reconnecting)."""
+        gap, self._gap = self._gap, None
+        if gap is None:
+            return []
         return [
             self._event(
                 EventKind.RECONNECTED, f"reconnected after {human_age(gap)}; {where}", gap=gap
@@ -254,4 +340,16 @@ class FollowState:
 
     def resume_start(self, initial: Start) -> Start:
         cursor = self.splitter.resume_cursor
+        self._resuming = cursor is not None
+        self._gap = None
         return Start(cursor=cursor) if cursor is not None else initial
+
+
+def _unhex(value: object) -> bytes:
+    """Bytes the host sent as hex (a fingerprint); empty when absent or garbled."""
+    if not isinstance(value, str):
+        return b""
+    try:
+        return bytes.fromhex(value)
+    except ValueError:
+        return b""

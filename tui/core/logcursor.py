@@ -13,7 +13,11 @@ Invariants:
 * A line longer than :data:`MAX_LINE_BYTES` is cut there, shown with a visible
   marker, and the rest of it is skipped as it streams past — never held whole.
 * :attr:`LineSplitter.resume_cursor` is the point after the last byte that went
-  into an emitted line: resuming from it repeats and loses nothing.
+  into an emitted line: resuming from it repeats and loses nothing. It carries
+  the file's first bytes and the bytes just before it (as far as they are
+  known), so the host can prove that the file (dev, inode) still holds what was
+  read: a truncate-and-regrow, or a new file given the freed inode number, is
+  caught there and never taken for the same file.
 """
 
 from __future__ import annotations
@@ -29,18 +33,36 @@ from tui.core.sanitize import clean_bytes
 MAX_LINE_BYTES = 64 * 1024
 DEFAULT_MAX_LINES = 20_000
 CUT_MARKER = " [… line cut at 64 KiB]"
+#: Bytes kept of a file's start and of what comes just before a position (the
+#: agent's FINGERPRINT).
+FINGERPRINT = 64
+#: Files whose fingerprints are remembered when the data switches between files.
+REMEMBERED_FILES = 8
 
 
 @dataclass(frozen=True)
 class LogCursor:
-    """A position in one file: the file is (dev, inode), never a path."""
+    """A position in one file: the file is (dev, inode), never a path.
+
+    ``head`` (the file's first bytes) and ``anchor`` (the bytes just before
+    ``offset``) are what was read there, at most :data:`FINGERPRINT` each, empty
+    when not known: the host checks them before resuming, since (dev, inode)
+    alone may name a file cut and rewritten, or a new file with a reused inode.
+    """
 
     dev: int
     inode: int
     offset: int
+    head: bytes = b""
+    anchor: bytes = b""
 
-    def to_json(self) -> dict[str, int]:
-        return {"dev": self.dev, "inode": self.inode, "offset": self.offset}
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {"dev": self.dev, "inode": self.inode, "offset": self.offset}
+        if self.head:
+            out["head"] = self.head.hex()
+        if self.anchor:
+            out["anchor"] = self.anchor.hex()
+        return out
 
 
 class EventKind(enum.Enum):
@@ -114,6 +136,15 @@ class LineSplitter:
         self._pending = bytearray()
         self._skipping = False  # inside the rest of a line already cut
         self._end = 0  # offset just after the last byte seen
+        # What is known of the file's bytes: its first ones, the last ones before
+        # _end, and those before the resume point.
+        self._head = b""
+        self._tail = b""
+        self._anchor = b""
+        # Where the host said it starts a file, with its fingerprints there.
+        self._origin: tuple[int, int, int, bytes, bytes] | None = None
+        # (dev, inode) -> (end, head, tail) of files left for another.
+        self._memory: dict[tuple[int, int], tuple[int, bytes, bytes]] = {}
 
     @property
     def pending_bytes(self) -> int:
@@ -122,13 +153,39 @@ class LineSplitter:
 
     @property
     def resume_cursor(self) -> LogCursor | None:
-        """Where to resume so that nothing is lost or repeated (start of the pending line)."""
+        """Where to resume so that nothing is lost or repeated (start of the pending line),
+        with what was read at the file's start and just before that point."""
         if self._file is None:
             return None
         dev, inode = self._file
-        if self._skipping:
-            return LogCursor(dev, inode, self._end)
-        return LogCursor(dev, inode, self._start)
+        offset = self._end if self._skipping else self._start
+        return LogCursor(dev, inode, offset, head=self._head, anchor=self._anchor)
+
+    def expect(self, dev: int, inode: int, offset: int, head: bytes, anchor: bytes) -> None:
+        """The host starts file (dev, inode) at ``offset``; ``head`` are its first bytes
+        and ``anchor`` those just before ``offset``, as the host read them."""
+        self._origin = (dev, inode, offset, head[:FINGERPRINT], anchor[-FINGERPRINT:])
+
+    def _switch(self, dev: int, inode: int, offset: int) -> None:
+        """Data now comes from (dev, inode) at ``offset``: take what is known of it there."""
+        if self._file is not None and self._file != (dev, inode):
+            self._memory.pop(self._file, None)
+            self._memory[self._file] = (self._end, self._head, self._tail)
+            while len(self._memory) > REMEMBERED_FILES:
+                del self._memory[next(iter(self._memory))]
+        head, tail = b"", b""
+        origin = self._origin
+        remembered = self._memory.get((dev, inode))
+        if origin is not None and origin[:3] == (dev, inode, offset):
+            head, tail = origin[3], origin[4]
+        elif remembered is not None and remembered[0] == offset:
+            _, head, tail = remembered
+        elif self._file == (dev, inode) and offset > 0:
+            head = self._head  # same file, a jump forward: its start is the same
+        self._file = (dev, inode)
+        self._start = self._end = offset
+        self._skipping = False
+        self._head, self._tail, self._anchor = head, tail, tail
 
     def feed(self, dev: int, inode: int, offset: int, data: bytes) -> list[LogLine]:
         """Take the next chunk. A chunk from another file, or one that does not start
@@ -136,9 +193,7 @@ class LineSplitter:
         lines: list[LogLine] = []
         if self._file != (dev, inode) or offset != self._end:
             lines.extend(self.flush())
-            self._file = (dev, inode)
-            self._start = self._end = offset
-            self._skipping = False
+            self._switch(dev, inode, offset)
         now = self._clock()
         view = memoryview(data)
         pos = 0
@@ -164,8 +219,23 @@ class LineSplitter:
             lines.append(self._emit(now, size=len(self._pending) + 1))
             pos = newline + 1
             self._start = offset + pos
+        self._remember(offset, data)
         self._end = offset + len(data)
         return lines
+
+    def _remember(self, offset: int, data: bytes) -> None:
+        """Keep the fingerprints up to date with ``data``, just fed at ``offset``."""
+        known = len(self._head)
+        if known < FINGERPRINT and offset <= known < offset + len(data):
+            self._head += data[known - offset : FINGERPRINT - offset]
+        before = self._tail
+        self._tail = (before + data[-FINGERPRINT:])[-FINGERPRINT:]
+        if self._skipping:
+            self._anchor = self._tail
+        elif self._start >= offset:
+            # The resume point moved into this chunk (else it is where it was).
+            k = self._start - offset
+            self._anchor = (before + data[max(0, k - FINGERPRINT) : k])[-FINGERPRINT:]
 
     def discard_pending(self) -> None:
         """Forget the partial line: the bytes will be read again from :attr:`resume_cursor`."""
@@ -174,6 +244,7 @@ class LineSplitter:
         self._skipping = False
         if cursor is not None:
             self._start = self._end = cursor.offset
+            self._tail = self._anchor
 
     def flush(self) -> list[LogLine]:
         """Emit the pending partial line (its file ended or was left for another)."""
@@ -181,6 +252,7 @@ class LineSplitter:
             self._pending.clear()
             return []
         line = self._emit(self._clock(), size=len(self._pending), complete=False)
+        self._anchor = self._tail  # the resume point is the end of what was fed
         return [line]
 
     def _emit(self, now: float, *, size: int, cut: bool = False, complete: bool = True) -> LogLine:

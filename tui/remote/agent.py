@@ -11,9 +11,11 @@ mark line carrying the request's nonce (say_started).
 Output on stdout (after the mark) is a stream of frames: one line of JSON, then, when the JSON
 has ``"n"``, exactly that many raw bytes. Frames:
 
-    opened    {path, dev, inode, size, mtime, start, read_back}
+    opened    {path, dev, inode, size, mtime, start, read_back, head, anchor}
     data      {dev, inode, offset, size, n} + n bytes of the file at offset
-    truncated {dev, inode, old_size, new_size, regrown}
+    resume    {dev, inode, offset, held, checked, why}   the check of a cursor to resume at
+    truncated {dev, inode, read, seen, old_size, new_size, regrown, away, reused,
+               copy, copy_dev, copy_inode, unread}
     replaced  {old_dev, old_inode, new_dev, new_inode, old_state}
     deleted   {dev, inode}             the path is gone; the old file is still held
     missing   {path}                   the path does not exist (yet)
@@ -29,12 +31,21 @@ ended) unless a ``truncated`` frame comes between; before switching to a new
 file at the path, the old one is read to its end; the agent exits when its
 stdin or stdout closes, so it dies with its channel.
 
+``head`` and ``anchor`` (hex) are a file's first bytes and the bytes just before
+a position. A cursor to resume at carries them; the agent resumes there only if
+the file still holds them (``resume`` says which), else it reads the file from
+its start. When a file is cut, ``read`` is how much of its old content was
+sent; a copy beside it (``log.1``, …) that holds the same bytes is read from
+there to its end first (``copy``, ``unread``), so nothing written before the
+cut is lost.
+
 With ``{"mode": "probe"}`` it instead prints one JSON answer to "which run is
 this?" for the services asked about and exits; with ``{"mode":
 "serve-probes"}`` it stays and answers one such request per line of stdin, so a
 refresh every few seconds costs no new python3 (nor, over SSH, a new session).
 """
 
+import binascii
 import json
 import os
 import re
@@ -46,6 +57,8 @@ import time
 CHUNK = 256 * 1024
 FINGERPRINT = 64
 MAX_READ_PER_ROUND = 4 * 1024 * 1024
+# Files beside the log looked at for a rotated copy of it, at most.
+MAX_COPY_CANDIDATES = 64
 BACK_BLOCK = 64 * 1024
 ACTIVE_POLL = 0.1
 IDLE_POLL = 1.0
@@ -212,13 +225,12 @@ class Agent(object):
         self.cur = followed
         followed.pos = start_offset
         st = os.fstat(followed.fd)
-        if start_offset > 0:
-            followed.anchor = os.pread(
-                followed.fd,
-                min(FINGERPRINT, start_offset),
-                start_offset - min(FINGERPRINT, start_offset),
-            )
-            followed.head = os.pread(followed.fd, min(FINGERPRINT, st.st_size), 0)
+        followed.anchor = os.pread(
+            followed.fd,
+            min(FINGERPRINT, start_offset),
+            start_offset - min(FINGERPRINT, start_offset),
+        )
+        followed.head = os.pread(followed.fd, min(FINGERPRINT, st.st_size), 0)
         self.out.frame(
             "opened",
             path=followed.path,
@@ -228,6 +240,8 @@ class Agent(object):
             mtime=st.st_mtime,
             start=start_offset,
             read_back=read_back,
+            head=hexlify(followed.head),
+            anchor=hexlify(followed.anchor),
         )
         self.inotify.watch(
             "file",
@@ -262,32 +276,76 @@ class Agent(object):
             fd = open_file(self.path)
             followed = Followed(fd, self.path)
             if (followed.dev, followed.inode) == (dev, inode):
-                self.resume_at(followed, offset)
+                self.resume_at(followed, cursor, at_path=True)
                 return
             followed.close()
         found = find_inode(dev, inode, self.path)
         if found is not None:
             fd, where = found
             followed = Followed(fd, where)
-            self.resume_at(followed, offset)
-            return
+            if self.resume_at(followed, cursor, at_path=False):
+                return
+            followed.close()
+            why = "inode %d, found as %s, does not hold what was read" % (inode, where)
+        else:
+            why = "inode %d is nowhere to be found" % inode
+        self.out.frame(
+            "resume", dev=dev, inode=inode, offset=offset, held=False, checked=True, why=why
+        )
         self.out.frame("lost", dev=dev, inode=inode, offset=offset)
         self.open_path({"from_start": True})
 
-    def resume_at(self, followed, offset):
+    def resume_at(self, followed, cursor, at_path):
+        """Resume ``followed`` at the cursor if it still holds what was read there;
+        else, when it is the file at the path (or the writer's), read it from its start
+        (after its copy, if one holds the rest). False if it was left alone."""
+        offset = cursor["offset"]
+        head = unhexlify(cursor.get("head"))
+        anchor = unhexlify(cursor.get("anchor"))
         size = os.fstat(followed.fd).st_size
+        why = None
         if size < offset:
-            self.set_current(followed, 0)
+            why = "it is %d bytes long now, less than the %d read" % (size, offset)
+        elif head and os.pread(followed.fd, len(head), 0) != head:
+            why = "its first bytes are not those read before"
+        elif anchor and os.pread(followed.fd, len(anchor), offset - len(anchor)) != anchor:
+            why = "the bytes before offset %d are not those read before" % offset
+        if why is None:
             self.out.frame(
-                "truncated",
+                "resume",
                 dev=followed.dev,
                 inode=followed.inode,
-                old_size=offset,
-                new_size=size,
-                regrown=False,
+                offset=offset,
+                held=True,
+                checked=bool(head and anchor),
+                why=None,
             )
-        else:
             self.set_current(followed, offset)
+            return True
+        if not at_path:
+            return False
+        self.out.frame(
+            "resume",
+            dev=followed.dev,
+            inode=followed.inode,
+            offset=offset,
+            held=False,
+            checked=True,
+            why=why,
+        )
+        self.report_cut(
+            followed,
+            head,
+            anchor,
+            read=offset,
+            seen=offset,
+            new_size=size,
+            regrown=size >= offset,
+            away=True,
+            reused=why.startswith("its first bytes"),
+        )
+        self.set_current(followed, 0)
+        return True
 
     def start_writer(self):
         found = writer_fd(self.pid, self.path)
@@ -314,7 +372,7 @@ class Agent(object):
             followed.dev,
             followed.inode,
         ):
-            self.resume_at(followed, start["cursor"]["offset"])
+            self.resume_at(followed, start["cursor"], at_path=True)
         elif start.get("from_start"):
             self.set_current(followed, 0)
         else:
@@ -377,17 +435,64 @@ class Agent(object):
         return True
 
     def truncated(self, followed, new_size, regrown):
-        self.out.frame(
-            "truncated",
-            dev=followed.dev,
-            inode=followed.inode,
-            old_size=followed.pos,
+        seen = followed.seen[0] if followed.seen else 0
+        self.report_cut(
+            followed,
+            followed.head,
+            followed.anchor,
+            read=followed.pos,
+            seen=max(seen, followed.pos),
             new_size=new_size,
             regrown=regrown,
         )
         followed.pos = 0
         followed.head = b""
         followed.anchor = b""
+
+    def report_cut(
+        self, followed, head, anchor, *, read, seen, new_size, regrown, away=False, reused=False
+    ):
+        """Say that ``followed`` was cut after ``read`` bytes were sent; if a copy of it
+        beside it holds those bytes (logrotate's copytruncate), send the rest from it."""
+        copy = find_copy(followed.path, (followed.dev, followed.inode), head, anchor, read)
+        fields = {
+            "dev": followed.dev,
+            "inode": followed.inode,
+            "read": read,
+            "seen": seen,
+            "old_size": None,
+            "new_size": new_size,
+            "regrown": regrown,
+            "away": away,
+            "reused": reused,
+            "copy": None,
+            "unread": None,
+        }
+        if copy is None:
+            self.out.frame("truncated", **fields)
+            return
+        fd, where, st = copy
+        try:
+            fields.update(
+                old_size=st.st_size,
+                copy=where,
+                copy_dev=st.st_dev,
+                copy_inode=st.st_ino,
+                unread=st.st_size - read,
+            )
+            self.out.frame("truncated", **fields)
+            pos = read
+            while pos < st.st_size:
+                data = os.pread(fd, min(CHUNK, st.st_size - pos), pos)
+                if not data:
+                    break
+                self.out.bytes_read += len(data)
+                self.out.frame(
+                    "data", data, dev=st.st_dev, inode=st.st_ino, offset=pos, size=st.st_size
+                )
+                pos += len(data)
+        finally:
+            os.close(fd)
 
     def check_path(self):
         """Notice the path vanishing, appearing, or naming another file."""
@@ -549,6 +654,54 @@ def find_inode(dev, inode, path):
                 except OSError:
                     continue
     return None
+
+
+def find_copy(path, exclude, head, anchor, offset):
+    """The newest file beside ``path`` named after it (``log.1``, ``log-20260509``, …)
+    that begins with ``head`` and has ``anchor`` just before ``offset``: a copy of
+    what was read, as logrotate's copytruncate leaves. Returns (fd, path, stat) or None."""
+    if not path or not head or offset <= 0:
+        return None
+    directory = os.path.dirname(path) or "."
+    base = os.path.basename(path)
+    try:
+        names = [n for n in os.listdir(directory) if n != base and n.startswith(base)]
+    except OSError:
+        return None
+    best = None
+    for name in sorted(names)[:MAX_COPY_CANDIDATES]:
+        candidate = os.path.join(directory, name)
+        try:
+            fd = open_file(candidate)
+        except OSError:
+            continue
+        st = os.fstat(fd)
+        holds = (
+            (st.st_dev, st.st_ino) != exclude
+            and st.st_size >= offset
+            and os.pread(fd, len(head), 0) == head
+            and os.pread(fd, len(anchor), offset - len(anchor)) == anchor
+        )
+        if holds and (best is None or st.st_mtime > best[2].st_mtime):
+            if best is not None:
+                os.close(best[0])
+            best = (fd, candidate, st)
+        else:
+            os.close(fd)
+    return best
+
+
+def hexlify(data):
+    return binascii.hexlify(data).decode("ascii")
+
+
+def unhexlify(text):
+    if not text:
+        return b""
+    try:
+        return binascii.unhexlify(text)
+    except (TypeError, ValueError):
+        return b""
 
 
 def writer_fd(pid, path):

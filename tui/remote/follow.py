@@ -4,7 +4,9 @@
 never installed), decodes its frames through :class:`~tui.core.follow.FollowState`
 and yields rows in order. When the connection drops it says so, waits for the
 link to come back, and restarts the agent from the last delivered (dev, inode,
-offset), so no line is lost or shown twice.
+offset) with the file's first bytes and the bytes before that offset: the agent
+resumes there only if the file still holds them, so no line is lost or shown
+twice, and a file cut or made again meanwhile is said so and read from its start.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ all of the host's services in one round trip (a report with a small log tail, so
 the row can show throughput, accept length, the queue, KV and GPU power), and
 re-arms ``interval`` seconds after the answer came. A host that does not answer
 delays only its own rows: they turn UNKNOWN with the reason and the time of the
-next try, which backs off (twice ``interval``, four times, … up to :data:`RETRY_CAP`).
+next try, which backs off (see :mod:`tui.app.retry`).
 While a service's host screen covers the fleet the workers wait, and they ask
 again as soon as the fleet is shown.
 
@@ -47,6 +47,7 @@ from textual.strip import Strip
 from textual.widgets import Footer, Input, Label, Static
 from textual.worker import Worker, WorkerState
 
+from tui.app.retry import failure_reason, retry_delay
 from tui.app.screens.help import HelpScreen, keys_of
 from tui.app.widgets.metrics_pane import sparkline
 from tui.config import Host, Service
@@ -61,8 +62,6 @@ from tui.errors import BabysitError
 REFRESH_INTERVAL = 2.0
 #: Seconds a host may take to answer before its rows turn UNKNOWN.
 ANSWER_TIMEOUT = 10.0
-#: The longest wait before asking a host that failed again.
-RETRY_CAP = 30.0
 #: A value at least this old shows its age beside it.
 AGE_SHOWN_AFTER = 15.0
 #: Bytes of each log's end a refresh reads for the metric columns (dozens of stats lines).
@@ -203,11 +202,6 @@ class FleetRow:
         """Whether every word is in the row's name or verdict (case-insensitive)."""
         text = f"{self.key} {self.verdict}".lower()
         return all(word in text for word in words)
-
-
-def retry_delay(failures: int, interval: float) -> float:
-    """Seconds before asking a host again after its ``failures``-th failure in a row."""
-    return min(RETRY_CAP, interval * 2 ** max(1, failures))
 
 
 def probe_failure(reports: Sequence[ServiceReport]) -> str | None:
@@ -718,7 +712,7 @@ class FleetScreen(Screen[None]):
             except asyncio.TimeoutError:
                 failure = f"no answer within {self.timeout:g} s"
             except BabysitError as error:
-                failure = error.message
+                failure = failure_reason(error)
             else:
                 failure = probe_failure(reports)
             now = self.clock()
@@ -813,7 +807,7 @@ class FleetScreen(Screen[None]):
             return
         name = worker.group.removeprefix("fleet:")
         error = worker.error
-        reason = f"the probe crashed: {type(error).__name__}: {error}"
+        reason = failure_reason(error) if error is not None else "the probe stopped"
         delay = retry_delay(self.hosts[name].failures + 1, self.interval)
         self.hosts[name] = self.hosts[name].failed(reason, self.clock(), delay)
         self._show_rows({name: self.hosts[name]})

@@ -35,6 +35,7 @@ from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerError, WorkerState
 
 from tui.app.operations import HostOps
+from tui.app.retry import failure_reason, retry_delay
 from tui.app.screens.action_words import KillWords, WaitWords, clip
 from tui.app.screens.confirm import (
     ConfirmAction,
@@ -66,7 +67,7 @@ from tui.core.metrics import (
     SeriesStore,
 )
 from tui.core.report import ServiceReport
-from tui.core.runs import Assessment, Run, Verdict
+from tui.core.runs import Assessment, Run, Verdict, unknown
 from tui.core.sanitize import printable
 from tui.errors import BabysitError
 from tui.ops.kill import KillOutcome, KillTarget, outcome_of
@@ -270,11 +271,28 @@ class HostScreen(Screen[None]):
         )
 
     async def _watch_run(self) -> None:
-        """Probe which run this is, show it, and note every change of verdict in the log."""
+        """Probe which run this is, show it, and note every change of verdict in the log.
+
+        The one place a probe's failure is handled: whatever it raises turns the
+        banner UNKNOWN with the reason, and the loop asks again after a backoff (as
+        the fleet does), so a failing probe never leaves an old verdict up.
+        """
         probe = self.probe
+        failures = 0
         while probe is not None:
-            await self._probe_once(probe)
-            await asyncio.sleep(self.probe_interval)
+            try:
+                await self._probe_once(probe)
+            except Exception as error:  # said on the banner and retried, never lost
+                failures += 1
+                delay = retry_delay(failures, self.probe_interval)
+                reason = f"{failure_reason(error)}; asking again in {delay:g} s"
+                self.show_assessment(
+                    unknown(self.host.name, self.service.name, reason, self.clock())
+                )
+            else:
+                failures = 0
+                delay = self.probe_interval
+            await asyncio.sleep(delay)
 
     async def _probe_once(self, probe: Probe) -> Assessment:
         """Probe, show everything it said, and return its verdict."""
@@ -441,10 +459,28 @@ class HostScreen(Screen[None]):
                 await asyncio.wait_for(worker.wait(), FOLLOWER_STOP_TIMEOUT)
 
     async def follow_from(self, cursor: LogCursor) -> None:
-        """Follow the log from ``cursor`` (a new run's anchor) with a new follower."""
+        """Follow the log from ``cursor`` (a new run's anchor), each line shown once.
+
+        A follower that runs on the cursor's file already (it followed the path to
+        the new file, which it reads from its start; or the log was appended to, and
+        it was opened before the launch) shows the new run's lines: it stays, as a
+        second one would show them again. Else a new follower starts at the cursor,
+        or past it where the pane shows that file further.
+        """
         if self.anchor_follower is None:
             return
+        worker, file = self._follower_worker, self.follower.file
+        if (
+            worker is not None
+            and not worker.is_finished
+            and file is not None
+            and (file.dev, file.inode) == (cursor.dev, cursor.inode)
+        ):
+            return
         await self._stop_following()
+        shown = self.log_view.shown_until(cursor.dev, cursor.inode)
+        if shown is not None and shown > cursor.offset:
+            cursor = LogCursor(cursor.dev, cursor.inode, shown)
         self.follower = self.anchor_follower(cursor)
         self.query_one("#problem", Static).remove_class("-shown")
         self.log_view.resume()

@@ -256,6 +256,14 @@ class LogView(ScrollView, can_focus=True):
         self.remove_class("-stopped")
         self._update_subtitle()
 
+    def shown_until(self, dev: int, inode: int) -> int | None:
+        """The offset in file (dev, inode) up to which its lines are shown (the end of
+        the last whole one), or None if none of its lines is held."""
+        for row in reversed(self.buffer):
+            if isinstance(row, LogLine) and (row.dev, row.inode) == (dev, inode):
+                return row.offset + row.size if row.complete else row.offset
+        return None
+
     def set_file(self, info: FileInfo | None) -> None:
         """Show which file the rows come from (path, inode, size) in the border title."""
         self.file = info
