@@ -104,7 +104,8 @@ class Process:
 class Ready:
     """Readiness of one run, counted only in bytes after its anchor.
 
-    ``seen`` is None when it cannot be known (then ``source`` says why).
+    ``seen`` is None when it cannot be known (then ``source`` says why). ``cut``: no
+    ready line, but the log begins inside this run, so it may have lost it.
     """
 
     seen: bool | None
@@ -114,6 +115,7 @@ class Ready:
     offset: int | None = None
     line: str | None = None
     by_http: bool = False
+    cut: bool = False
 
     @classmethod
     def from_json(cls, data: Mapping[str, object] | None) -> Ready:
@@ -126,6 +128,7 @@ class Ready:
             at=data.get("at"),  # type: ignore[arg-type]
             offset=data.get("offset"),  # type: ignore[arg-type]
             line=data.get("line"),  # type: ignore[arg-type]
+            cut=bool(data.get("cut")),
         )
 
 
@@ -201,6 +204,8 @@ class ServiceProbe:
     record: Mapping[str, object] | None = None
     record_state: str | None = None
     health: int | None = None
+    #: Whether /health was asked (only when the log cannot tell).
+    health_asked: bool = False
 
     @classmethod
     def from_json(
@@ -228,6 +233,7 @@ class ServiceProbe:
             record=data.get("record"),  # type: ignore[arg-type]
             record_state=data.get("record_state"),  # type: ignore[arg-type]
             health=data.get("health"),  # type: ignore[arg-type]
+            health_asked=bool(data.get("health_asked")),
         )
 
 
@@ -395,7 +401,9 @@ def _holding(
 ) -> Assessment:
     log = probe.log
     ready = run.ready or Ready(seen=None, source="not probed")
-    if ready.seen is None and probe.health == 200:
+    # /health is asked only when the log cannot tell: readiness unknown, or no ready
+    # line in a log that may have lost it (cut since the run began).
+    if (ready.seen is None or (ready.seen is False and ready.cut)) and probe.health == 200:
         ready = Ready(
             seen=True, source="HTTP /health answered 200", anchor=ready.anchor, by_http=True
         )
@@ -419,6 +427,11 @@ def _holding(
         health = ""
         if probe.health is not None:
             health = f"; /health answers {probe.health}"
+        elif ready.cut and not probe.health_asked:
+            health = (
+                "; the log begins inside this run, so a cut may have taken its ready line "
+                "(with port: set, /health can tell)"
+            )
         return Assessment(
             verdict=Verdict.STARTING,
             summary=f"{head}; not ready yet (no ready line{where}){health}{also}{unreadable}",

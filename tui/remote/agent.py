@@ -32,6 +32,7 @@ this?" for the services asked about and exits; with ``{"mode":
 refresh every few seconds costs no new python3 (nor, over SSH, a new session).
 """
 
+import datetime
 import json
 import os
 import re
@@ -832,34 +833,55 @@ def listening_inodes(port):
     return listening_sockets().get(port, set())
 
 
-def line_time(line, year_hint):
+def line_time(line, clock):
+    """The time a line is stamped with, or None. ``clock`` is when the file was last
+    written: a stamp without a year (vLLM's) is put in the latest year that places it
+    no later than that, give or take a day for a server whose clock zone differs, so
+    last December's lines in a file written in January are last year's, not in the
+    future."""
     for pattern, has_year in TS_PATTERNS:
         match = pattern.match(line)
         if not match:
             continue
         parts = [int(x) for x in match.groups()]
-        if not has_year:
-            parts = [year_hint, *parts]
-        try:
-            return time.mktime(
-                (parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], 0, 0, -1)
-            )
-        except (OverflowError, ValueError):
-            return None
+        if has_year:
+            try:
+                return time.mktime(
+                    (parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], 0, 0, -1)
+                )
+            except (OverflowError, ValueError):
+                return None
+        return yearless_time(parts, clock)
     return None
 
 
-def first_time(data, year_hint):
+# How far after the file's last write a year-less stamp may be (clocks in other zones).
+YEARLESS_SLACK = 86400
+
+
+def yearless_time(parts, clock):
+    reference = time.localtime(clock).tm_year
+    for year in range(reference + 1, reference - 9, -1):
+        try:
+            ts = time.mktime(datetime.datetime(year, *parts).timetuple())
+        except (OverflowError, ValueError):
+            continue  # Feb 29 in a common year
+        if ts <= clock + YEARLESS_SLACK:
+            return ts
+    return None
+
+
+def first_time(data, clock):
     for line in data.split(b"\n"):
-        ts = line_time(line, year_hint)
+        ts = line_time(line, clock)
         if ts is not None:
             return ts
     return None
 
 
-def last_time(data, year_hint):
+def last_time(data, clock):
     for line in reversed(data.split(b"\n")):
-        ts = line_time(line, year_hint)
+        ts = line_time(line, clock)
         if ts is not None:
             return ts
     return None
@@ -869,7 +891,6 @@ def log_facts(path, tail_bytes=0):
     st = stat_or_none(path)
     if st is None or not stat.S_ISREG(st.st_mode):
         return {"path": path, "exists": st is not None, "regular": False}
-    year = time.localtime(st.st_mtime).tm_year
     facts = {
         "path": path,
         "exists": True,
@@ -896,48 +917,38 @@ def log_facts(path, tail_bytes=0):
         last = tail[-tail_bytes:]
         facts["tail_offset"] = st.st_size - len(last)
         facts["tail"] = base64.b64encode(last).decode("ascii")
-    facts["first_ts"] = first_time(head, year)
-    facts["last_ts"] = last_time(tail, year)
+    facts["first_ts"] = first_time(head, st.st_mtime)
+    facts["last_ts"] = last_time(tail, st.st_mtime)
     return facts
 
 
-def find_anchor(fd, size, start_time, year, pid_tag):
+def find_anchor(fd, size, start_time, clock, pid_tag):
     """Offset of the first byte this run wrote, and how it was found (or None, reason).
 
-    A vLLM run tags its lines with its pid; otherwise the first line stamped at
-    or after the process start (timestamps are whole seconds, so a line of the
-    same second from another run makes the answer unsure).
+    The first line stamped at or after the process start (timestamps are whole
+    seconds, so a line of the same second from another run makes the answer
+    unsure). A vLLM run tags its lines with its pid, but pids come back (every
+    container counts from 1), so a tagged line is this run's only when it is also
+    stamped at or after the start.
     """
+    start = int(start_time)
+    low = before_start(fd, size, start, clock)
     if pid_tag:
-        at = scan_for(fd, 0, size, [pid_tag], limit=None)
-        if at is not None:
-            return at[0], "pid tag"
-    low, high = 0, size
-    # Binary search over line starts for the first timestamp >= start_time.
-    while high - low > 4096:
-        mid = (low + high) // 2
-        chunk = os.pread(fd, 8192, mid)
-        newline = chunk.find(b"\n")
-        if newline < 0:
-            break
-        ts = first_time(chunk[newline + 1 :], year)
-        if ts is None:
-            break
-        if ts < int(start_time):
-            low = mid + newline + 1
-        else:
-            high = mid
+        span = (low, min(size, low + READY_SCAN))
+        at, how = first_tagged(fd, span, pid_tag, start, clock)
+        if at is not None or how is not None:
+            return at, how
     chunk = os.pread(fd, min(size - low, 1024 * 1024), low)
     offset = low
     previous_ts = None
     for line in chunk.split(b"\n"):
-        ts = line_time(line, year)
-        if ts is not None and ts >= int(start_time):
+        ts = line_time(line, clock)
+        if ts is not None and ts >= start:
             if previous_ts is not None and previous_ts == ts:
                 return None, "a line from before the start shares its second"
             if offset > 0 and previous_ts is None and low == offset:
-                previous = last_time(os.pread(fd, 4096, max(0, offset - 4096)), year)
-                if previous is not None and previous >= int(start_time):
+                previous = last_time(os.pread(fd, 4096, max(0, offset - 4096)), clock)
+                if previous is not None and previous >= start:
                     return None, "the log's timestamps are not in order"
             return offset, "timestamps"
         if ts is not None:
@@ -946,6 +957,86 @@ def find_anchor(fd, size, start_time, year, pid_tag):
     if offset >= size:
         return size, "nothing written since the start"
     return None, "no timestamps to place the start"
+
+
+def before_start(fd, size, start, clock):
+    """A line start at or before the first line stamped ``start`` or later (0 when
+    the timestamps cannot tell): a binary search over line starts."""
+    low, high = 0, size
+    while high - low > 4096:
+        mid = (low + high) // 2
+        chunk = os.pread(fd, 8192, mid)
+        newline = chunk.find(b"\n")
+        if newline < 0:
+            break
+        ts = first_time(chunk[newline + 1 :], clock)
+        if ts is None:
+            break
+        if ts < start:
+            low = mid + newline + 1
+        else:
+            high = mid
+    return low
+
+
+def first_tagged(fd, span, tag, start, clock):
+    """(offset, "pid tag") of the first line in ``span`` that carries ``tag`` and is
+    stamped at or after ``start``; (None, why) when the only tagged lines after the
+    older ones carry no stamp (uvicorn's, tracebacks), so they may be either run's;
+    (None, None) when no tagged line tells (the run does not tag its lines)."""
+    undated = False
+    for offset, line in lines_in(fd, *span):
+        if tag not in line:
+            continue
+        ts = line_time(line, clock)
+        if ts is None:
+            undated = True
+        elif ts >= start:
+            return offset, "pid tag"
+        else:
+            undated = False  # the undated lines before an older line are the older run's
+    if undated:
+        return None, "lines tagged %s follow an older run's, with no time stamp to tell whose" % (
+            tag.decode("utf-8", "replace").rstrip(")")
+        )
+    return None, None
+
+
+def lines_in(fd, start, end, keep=65536):
+    """(offset, line) for each line in [start, end); a line is cut at ``keep`` bytes."""
+    pos = start
+    line_at = start
+    head = b""
+    while pos < end:
+        data = os.pread(fd, min(1024 * 1024, end - pos), pos)
+        if not data:
+            break
+        cut = 0
+        while True:
+            newline = data.find(b"\n", cut)
+            stop = len(data) if newline < 0 else newline
+            if len(head) < keep:
+                head += data[cut : min(stop, cut + keep - len(head))]
+            if newline < 0:
+                break
+            yield line_at, head
+            line_at = pos + newline + 1
+            head = b""
+            cut = newline + 1
+        pos += len(data)
+    if line_at < pos:
+        yield line_at, head
+
+
+def holds_whole_run(fd, anchor, start_time, clock):
+    """Whether the log provably holds this run's output from its first byte: a line
+    stamped before the run started lies just before the anchor. A log cut since the
+    run began (logrotate's copytruncate) starts inside the run and holds none, so a
+    ready line it lacks may have been cut away."""
+    if anchor <= 0:
+        return False
+    ts = last_time(os.pread(fd, 4096, max(0, anchor - 4096)), clock)
+    return ts is not None and ts < int(start_time)
 
 
 def scan_for(fd, start, end, needles, limit=READY_SCAN):
@@ -976,28 +1067,42 @@ def scan_for(fd, start, end, needles, limit=READY_SCAN):
 
 
 def readiness(log_path, run, record, ready_patterns, engine):
-    """Where this run's bytes begin in the log, and whether its ready line is there."""
+    """Where this run's bytes begin in the log, and whether its ready line is there.
+
+    ``seen`` is False only as far as the log shows; ``cut`` says the log may have lost
+    the run's first bytes (it begins inside the run), so a ready line it lacks may
+    have been there: then /health is asked (see probe_service).
+    """
     st = stat_or_none(log_path)
     if st is None:
         return {"anchor": None, "source": "no log", "seen": None}
-    year = time.localtime(st.st_mtime).tm_year
+    clock = st.st_mtime
     try:
         fd = open_file(log_path)
     except OSError as error:
         return {"anchor": None, "source": error.strerror, "seen": None}
     try:
-        anchor, source = None, None
+        anchor, source, cut = None, None, True
         if record and (record.get("dev"), record.get("inode")) == (st.st_dev, st.st_ino):
             anchor, source = record.get("launch_offset"), "run record"
+            if isinstance(anchor, int) and anchor > st.st_size:
+                return {
+                    "anchor": None,
+                    "seen": None,
+                    "source": "the log (%d bytes) is shorter than where this run began "
+                    "(offset %d): it was cut since" % (st.st_size, anchor),
+                }
         elif st.st_mtime < run["start_time"] - START_SLACK:
-            anchor, source = st.st_size, "nothing written since the start"
+            anchor, source, cut = st.st_size, "nothing written since the start", False
         else:
             tag = None
             if engine == "vllm":
                 tag = ("pid=%d)" % run["pid"]).encode()
-            anchor, source = find_anchor(fd, st.st_size, run["start_time"], year, tag)
+            anchor, source = find_anchor(fd, st.st_size, run["start_time"], clock, tag)
         if anchor is None:
             return {"anchor": None, "source": source, "seen": None}
+        if cut:
+            cut = not holds_whole_run(fd, anchor, run["start_time"], clock)
         args_line = scan_for(fd, anchor, st.st_size, ARGS_NEEDLES, limit=ARGS_SCAN)
         if not ready_patterns:
             return {
@@ -1011,12 +1116,13 @@ def readiness(log_path, run, record, ready_patterns, engine):
             "anchor": anchor,
             "source": source,
             "seen": found is not None,
+            "cut": cut and found is None,
             "complete": st.st_size - anchor <= READY_SCAN,
             "args_line": args_line[1] if args_line else None,
         }
         if found is not None:
             result["offset"], result["line"] = found
-            result["at"] = line_time(found[1].encode(), year)
+            result["at"] = line_time(found[1].encode(), clock)
         elif not result["complete"]:
             result["seen"] = None
             result["source"] = "the run wrote more than %d MiB before any ready line" % (
@@ -1250,11 +1356,17 @@ def probe_service(view, service):
                 service.get("engine"),
             )
         runs.append(run)
-    # Only when the log cannot tell: SGLang answers /health by running a generation,
-    # which would add a line to its log and work to its GPU on every refresh.
+    # Only when the log cannot tell (readiness unknown, or no ready line in a log that
+    # may have lost the run's first bytes): SGLang answers /health by running a
+    # generation, which would add a line to its log and work to its GPU on every refresh.
     health = None
-    unsure = any(run.get("ready", {}).get("seen") is None for run in runs if "ready" in run)
-    if service.get("port") and service.get("health", True) and unsure:
+    unsure = any(
+        run["ready"].get("seen") is None or run["ready"].get("cut")
+        for run in runs
+        if "ready" in run
+    )
+    asked = bool(service.get("port") and service.get("health", True) and unsure)
+    if asked:
         health = http_status(service["port"])
     return {
         "name": service["name"],
@@ -1264,6 +1376,7 @@ def probe_service(view, service):
         "record": record,
         "record_state": record_state,
         "health": health,
+        "health_asked": asked,
         "gpu_csv": None,  # filled in by probe(), once for all services
         "prometheus": http_text(service["port"]) if service.get("prometheus") else None,
     }
