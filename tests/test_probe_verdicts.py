@@ -236,3 +236,23 @@ async def test_copytruncate_of_a_run_babysit_launched_keeps_it_live_by_health(
         for proc in psutil.process_iter(["cmdline"]):
             if f"--port {port} " in " ".join(proc.info["cmdline"] or []):
                 proc.kill()
+
+
+# ---------------------------------------------------------------- 10: one unreadable log
+
+
+async def test_an_unreadable_log_is_that_services_unknown_alone(
+    transport: Transport, tmp_path: Path, servers: list[Server]
+) -> None:
+    log = tmp_path / "serve.log"
+    server = Server(log)
+    servers.append(server)
+    server.wait_for(READY)
+    host = host_of(
+        service("broken", "/proc/self/mem", engine="sglang")
+        + service("good", log, engine="sglang", match=f"tui sim .*--port {server.port} ")
+    )
+    broken, good = await assess_over(transport, host)
+    assert broken.verdict is Verdict.UNKNOWN, broken.summary
+    assert "/proc/self/mem" in broken.summary and "Input/output error" in broken.summary
+    assert good.verdict is Verdict.LIVE, good.summary

@@ -206,6 +206,8 @@ class ServiceProbe:
     health: int | None = None
     #: Whether /health was asked (only when the log cannot tell).
     health_asked: bool = False
+    #: Why this service could not be probed (the others on the host may have been).
+    error: str | None = None
 
     @classmethod
     def from_json(
@@ -227,13 +229,14 @@ class ServiceProbe:
             boot_id=str(top.get("boot_id", "")),
             observed_at=float(top.get("now", 0.0)),  # type: ignore[arg-type]
             utc_offset=int(top.get("utc_offset", 0)),  # type: ignore[arg-type]
-            log=LogState.from_json(data["log"]),  # type: ignore[arg-type]
+            log=LogState.from_json(data.get("log") or {"path": ""}),  # type: ignore[arg-type]
             runs=tuple(runs),
             unreadable=tuple(data.get("unreadable") or ()),  # type: ignore[arg-type]
             record=data.get("record"),  # type: ignore[arg-type]
             record_state=data.get("record_state"),  # type: ignore[arg-type]
             health=data.get("health"),  # type: ignore[arg-type]
             health_asked=bool(data.get("health_asked")),
+            error=None if data.get("error") is None else str(data["error"]),
         )
 
 
@@ -308,6 +311,12 @@ def assess(probe: ServiceProbe) -> Assessment:
         "boot_id": probe.boot_id,
         "utc_offset": probe.utc_offset,
     }
+    if probe.error is not None:
+        return Assessment(
+            verdict=Verdict.UNKNOWN,
+            summary=f"cannot tell: the probe of this service failed: {printable(probe.error)}",
+            **base,
+        )
     runs = list(probe.runs)
     unreadable = _unreadable_note(probe)
 

@@ -1329,7 +1329,10 @@ def find_candidates(view, service):
 
 def probe_service(view, service):
     log_path = service["log"]
-    log = log_facts(log_path, int(service.get("tail_bytes") or 0))
+    try:
+        log = log_facts(log_path, int(service.get("tail_bytes") or 0))
+    except OSError as error:
+        raise ServiceFailed("cannot read the log %s: %s" % (log_path, reason_of(error))) from None
     record = last_record(service["record_dir"]) if service.get("record_dir") else None
     record_state, record_pid = record_candidate(view, record)
     sources, unreadable = find_candidates(view, service)
@@ -1348,13 +1351,18 @@ def probe_service(view, service):
             for member in [run, *run["members"]]
             for f in (member["files"] or [])
         ):
-            run["ready"] = readiness(
-                log_path,
-                run,
-                record if "record" in run["sources"] else None,
-                service.get("ready", []),
-                service.get("engine"),
-            )
+            try:
+                run["ready"] = readiness(
+                    log_path,
+                    run,
+                    record if "record" in run["sources"] else None,
+                    service.get("ready", []),
+                    service.get("engine"),
+                )
+            except OSError as error:
+                raise ServiceFailed(
+                    "cannot read the log %s: %s" % (log_path, reason_of(error))
+                ) from None
         runs.append(run)
     # Only when the log cannot tell (readiness unknown, or no ready line in a log that
     # may have lost the run's first bytes): SGLang answers /health by running a
@@ -1382,10 +1390,30 @@ def probe_service(view, service):
     }
 
 
+class ServiceFailed(Exception):
+    """What went wrong probing one service, in plain words."""
+
+
+def reason_of(error):
+    if isinstance(error, ServiceFailed):
+        return str(error)
+    if isinstance(error, OSError) and error.strerror:
+        if error.filename:
+            return "%s: %s" % (error.filename, error.strerror)
+        return error.strerror
+    return "%s: %s" % (type(error).__name__, error)
+
+
 def probe(args):
     view = ProcessView()
     services = args.get("services", [])
-    entries = [probe_service(view, service) for service in services]
+    entries = []
+    for service in services:
+        # What fails for one service (a log on a failing disk) is that service's answer.
+        try:
+            entries.append(probe_service(view, service))
+        except Exception as error:  # any failure is this service's answer
+            entries.append({"name": service.get("name"), "error": reason_of(error), "runs": []})
     wanting = [entries[i] for i, s in enumerate(services) if s.get("gpus") is not None]
     if wanting:
         readings = gpu_readings(view, entries, float(args.get("apps_max_age") or 0))
