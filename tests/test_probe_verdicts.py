@@ -17,6 +17,7 @@ import psutil
 import pytest
 from support.servers import REPO, Server, free_port, service_yaml, sim_argv, wait_until
 
+from tui.cli import main
 from tui.config import Host, parse_config
 from tui.core.runs import Assessment, Verdict
 from tui.ops.relaunch import launch
@@ -176,6 +177,78 @@ async def test_last_years_yearless_lines_never_count_for_a_loading_run(
     (result,) = await assess_over(transport, host)
     assert result.verdict is Verdict.STARTING, result.summary
     assert result.ready is not None and result.ready.anchor == len(earlier.encode())
+
+
+# ---------------------------------------------------------------- 7: paths that alias the log
+
+
+@pytest.mark.parametrize("alias", ["folder link", "file link", "double slash"])
+async def test_a_log_reached_through_another_path_is_the_same_file(
+    alias: str, transport: Transport, tmp_path: Path, servers: list[Server]
+) -> None:
+    real = tmp_path / "data" / "serve.log"
+    real.parent.mkdir()
+    if alias == "folder link":
+        (tmp_path / "logs").symlink_to(real.parent)
+        configured = f"{tmp_path}/logs/serve.log"
+    elif alias == "file link":
+        (tmp_path / "current.log").symlink_to(real)
+        configured = f"{tmp_path}/current.log"
+    else:
+        configured = f"{tmp_path}/data//serve.log"
+    server = Server(real)
+    servers.append(server)
+    server.wait_for(READY)
+    (result,) = await assess_over(transport, host_of(service("s", configured, engine="sglang")))
+    assert result.verdict is Verdict.LIVE, result.summary
+    assert result.run is not None and result.run.root.pid == server.pid
+    assert f"writes this log (inode {real.stat().st_ino})" in result.summary
+
+
+async def test_a_deleted_log_behind_a_folder_link_is_still_said_stale(
+    transport: Transport, tmp_path: Path, servers: list[Server]
+) -> None:
+    real = tmp_path / "data" / "serve.log"
+    real.parent.mkdir()
+    (tmp_path / "logs").symlink_to(real.parent)
+    configured = f"{tmp_path}/logs/serve.log"
+    server = Server(real, load=60)
+    servers.append(server)
+    server.wait_for("Load weight begin")
+    old_inode = real.stat().st_ino
+    real.unlink()
+    real.write_text("")
+    (result,) = await assess_over(transport, host_of(service("s", configured, engine="sglang")))
+    assert result.verdict is Verdict.STALE, result.summary
+    assert f"(deleted, inode {old_inode})" in result.summary
+    assert result.writer_file is not None and result.writer_file.inode == old_inode
+
+
+def test_relaunch_refuses_beside_a_run_that_writes_the_log_through_a_link(
+    tmp_path: Path, servers: list[Server], capsys: pytest.CaptureFixture[str]
+) -> None:
+    real = tmp_path / "data" / "serve.log"
+    real.parent.mkdir()
+    (tmp_path / "logs").symlink_to(real.parent)
+    server = Server(real)
+    servers.append(server)
+    server.wait_for(READY)
+    inode = real.stat().st_ino
+    marker = str(1000 + free_port())
+    config = tmp_path / "hosts.yaml"
+    launch = {"command": ["sleep", marker]}
+    config.write_text(
+        "hosts:\n  h:\n    local: true\n    services:\n"
+        + service("s", f"{tmp_path}/logs/serve.log", engine="sglang", launch=launch)
+    )
+    try:
+        assert main(["relaunch", "h/s", "--config", str(config)]) == 2
+        assert "has a run: LIVE" in capsys.readouterr().err
+        assert real.stat().st_ino == inode  # the live run's log was not renamed away
+    finally:
+        for proc in psutil.process_iter(["cmdline"]):
+            if proc.info["cmdline"] == ["sleep", marker]:
+                proc.kill()
 
 
 # ---------------------------------------------------------------- 9: a cut log

@@ -63,6 +63,9 @@ class OpenFile:
     inode: int
     deleted: bool
     write: bool
+    #: The agent found this file to be the log (same device and inode as the file at
+    #: the path) or its deleted former self (see LogFile in tui/remote/agent.py).
+    at_log: bool = False
 
 
 @dataclass(frozen=True)
@@ -148,11 +151,9 @@ class Run:
     def pids(self) -> tuple[int, ...]:
         return tuple(p.pid for p in self.processes)
 
-    def written(self, log_path: str) -> list[OpenFile]:
-        """Files at the log path (current or deleted) that this run has open for writing."""
-        return [
-            f for p in self.processes for f in (p.files or ()) if f.write and f.path == log_path
-        ]
+    def written(self) -> list[OpenFile]:
+        """The log (current or deleted) as files this run has open for writing."""
+        return [f for p in self.processes for f in (p.files or ()) if f.write and f.at_log]
 
     def writes(self, dev: int, inode: int) -> bool:
         return any(
@@ -350,7 +351,7 @@ def assess(probe: ServiceProbe) -> Assessment:
             **base,
         )
     run = runs[0]
-    written = run.written(log.path)
+    written = run.written()
     if not log.exists:
         doing = f"; it writes inode {written[0].inode} (deleted)" if written else ""
         return Assessment(
@@ -460,7 +461,7 @@ def _holding(
 
 
 def _describe_run(run: Run, probe: ServiceProbe, words: _Words) -> str:
-    written = run.written(probe.log.path)
+    written = run.written()
     if written:
         f = written[0]
         what = f"writes inode {f.inode}{' (deleted)' if f.deleted else ''}"

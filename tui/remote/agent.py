@@ -1287,14 +1287,51 @@ def record_candidate(view, record):
     return "running", pid
 
 
-def find_candidates(view, service):
+class LogFile(object):
+    """The file at a service's log path, to tell which open files are it: by device
+    and inode, never by the text of a path (a symlink, a linked folder or a ``//``
+    name the same file another way than the process that opened it did). A deleted
+    file is the log's former self when the name it had is where the path leads."""
+
+    def __init__(self, path):
+        st = stat_or_none(path)
+        regular = st is not None and stat.S_ISREG(st.st_mode)
+        self.key = (st.st_dev, st.st_ino) if regular else None
+        folder, base = os.path.split(path)
+        self.names = set(
+            [os.path.realpath(path), os.path.join(os.path.realpath(folder or "."), base)]
+        )
+        self.bases = set(os.path.basename(name) for name in self.names)
+
+    def holds(self, entry):
+        """Whether an entry of open_files() is this log (or its deleted former self)."""
+        return (entry["dev"], entry["inode"]) == self.key or (
+            entry["deleted"] and entry["path"] in self.names
+        )
+
+    def is_fd(self, pid, fd, target):
+        """Whether fd ``fd`` of ``pid``, whose link reads ``target``, is this log (or its
+        deleted former self). Only a file named like the log is looked at (stat on
+        every open file of every process could stall on a dead network mount); its
+        device and inode decide."""
+        deleted = target.endswith(" (deleted)")
+        name = target[: -len(" (deleted)")] if deleted else target
+        if not name.startswith("/") or os.path.basename(name) not in self.bases:
+            return False
+        if deleted and name in self.names:
+            return True
+        if self.key is None:
+            return False
+        st = stat_or_none("/proc/%d/fd/%s" % (pid, fd))
+        return st is not None and (st.st_dev, st.st_ino) == self.key
+
+
+def find_candidates(view, service, log_file):
     """{pid: set of reasons} for processes that may be the service's run, and the
     processes that look like it but whose files we may not read."""
-    log_path = service["log"]
     sources = {}
     port = service.get("port")
     sockets = set("socket:[%d]" % inode for inode in view.listening(port)) if port else set()
-    log_links = (log_path, log_path + " (deleted)")
     pattern = re.compile(service["match"]) if service.get("match") else None
     launch = service.get("launch")
     unreadable = []
@@ -1322,7 +1359,7 @@ def find_candidates(view, service):
         for fd, target in links:
             if target in sockets:
                 sources.setdefault(pid, set()).add("port")
-            elif target in log_links and writes(pid, fd):
+            elif log_file.is_fd(pid, fd, target) and writes(pid, fd):
                 sources.setdefault(pid, set()).add("writes log")
     return sources, unreadable
 
@@ -1333,9 +1370,10 @@ def probe_service(view, service):
         log = log_facts(log_path, int(service.get("tail_bytes") or 0))
     except OSError as error:
         raise ServiceFailed("cannot read the log %s: %s" % (log_path, reason_of(error))) from None
+    log_file = LogFile(log_path)
     record = last_record(service["record_dir"]) if service.get("record_dir") else None
     record_state, record_pid = record_candidate(view, record)
-    sources, unreadable = find_candidates(view, service)
+    sources, unreadable = find_candidates(view, service, log_file)
     if record_pid is not None and view.alive(record_pid):
         sources.setdefault(record_pid, set()).add("record")
     runs = []
@@ -1346,6 +1384,9 @@ def probe_service(view, service):
             if child in sources:
                 run["sources"] = sorted(set(run["sources"]) | sources[child])
             run["members"].append(view.describe(child, sources.get(child, ())))
+        for member in [run, *run["members"]]:
+            if member["files"] is not None:
+                member["files"] = [dict(f, at_log=log_file.holds(f)) for f in member["files"]]
         if log.get("regular") and any(
             f["write"] and (f["dev"], f["inode"]) == (log["dev"], log["inode"])
             for member in [run, *run["members"]]
