@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -19,10 +20,11 @@ from support.servers import REPO, Server, free_port, service_yaml, sim_argv, wai
 
 from tui.cli import main
 from tui.config import Host, parse_config
-from tui.core.runs import Assessment, Verdict
+from tui.core.runs import Assessment, ServiceProbe, Verdict, assess
 from tui.ops.relaunch import launch
 from tui.remote import SshLinks, open_transport
-from tui.remote.probe import probe_host
+from tui.remote.follow import agent_payload
+from tui.remote.probe import probe_host, probe_request
 from tui.remote.transport import Transport
 
 READY = "The server is fired up and ready to roll!"
@@ -74,6 +76,31 @@ class HeldServer(Server):
         assert self.proc.stdin is not None
         self.proc.stdin.write(b"go\n")
         self.proc.stdin.close()
+
+
+class ServerAs(Server):
+    """A sim run as another user (``setpriv``), its output appended to ``log``."""
+
+    def __init__(self, user: str, group: str, log: Path) -> None:
+        self.log = log
+        self.port = free_port()
+        env = dict(os.environ, PYTHONPATH=str(REPO), HOME="/")
+        with log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                [
+                    "setpriv",
+                    f"--reuid={user}",
+                    f"--regid={group}",
+                    "--clear-groups",
+                    *sim_argv("sglang", self.port),
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=REPO,
+                env=env,
+                start_new_session=True,
+            )
 
 
 def vllm_stamp(ts: float) -> str:
@@ -249,6 +276,58 @@ def test_relaunch_refuses_beside_a_run_that_writes_the_log_through_a_link(
         for proc in psutil.process_iter(["cmdline"]):
             if proc.info["cmdline"] == ["sleep", marker]:
                 proc.kill()
+
+
+# ---------------------------------------------------------------- 8: another user's server
+
+
+def run_agent_as(user: str, group: str, request: dict[str, object]) -> dict:
+    boot = (
+        "import base64,sys,zlib;exec(compile(zlib.decompress(base64.b64decode(sys.argv[1])),"
+        "'babysit-agent','exec'))"
+    )
+    python = shutil.which("python3", path="/usr/bin:/bin") or sys.executable
+    out = subprocess.run(
+        [
+            "setpriv",
+            f"--reuid={user}",
+            f"--regid={group}",
+            "--clear-groups",
+            python,
+            "-c",
+            boot,
+            agent_payload(),
+            json.dumps(request),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd="/",
+    )
+    return json.loads(out.stdout)
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("setpriv"),
+    reason="needs root to start processes as other users",
+)
+def test_a_port_held_by_another_users_server_is_unknown_with_the_reason(
+    tmp_path: Path, servers: list[Server]
+) -> None:
+    tmp_path.chmod(0o755)
+    log = tmp_path / "serve.log"
+    server = ServerAs("nobody", "nogroup", log)
+    servers.append(server)
+    server.wait_for(READY)
+    host = host_of(service("s", log, engine="sglang", port=server.port))
+    data = run_agent_as("daemon", "daemon", probe_request(list(host.services.values())))
+    result = assess(ServiceProbe.from_json("gpu", "sglang", data, data["services"][0]))
+    uid = psutil.Process(server.pid).uids().real
+    assert result.verdict is Verdict.UNKNOWN, result.summary
+    assert (
+        f"port {server.port} listens, owned by uid {uid} (nobody), whose processes we may "
+        "not read" in result.summary
+    )
 
 
 # ---------------------------------------------------------------- 9: a cut log

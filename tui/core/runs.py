@@ -207,6 +207,10 @@ class ServiceProbe:
     health: int | None = None
     #: Whether /health was asked (only when the log cannot tell).
     health_asked: bool = False
+    #: Sockets listening on the service's port that no process we can read holds.
+    hidden_listeners: tuple[Mapping[str, object], ...] = ()
+    #: The uid the probe ran as.
+    probe_uid: int | None = None
     #: Why this service could not be probed (the others on the host may have been).
     error: str | None = None
 
@@ -237,6 +241,8 @@ class ServiceProbe:
             record_state=data.get("record_state"),  # type: ignore[arg-type]
             health=data.get("health"),  # type: ignore[arg-type]
             health_asked=bool(data.get("health_asked")),
+            hidden_listeners=tuple(data.get("hidden_listeners") or ()),  # type: ignore[arg-type]
+            probe_uid=top.get("uid"),  # type: ignore[arg-type]
             error=None if data.get("error") is None else str(data["error"]),
         )
 
@@ -322,7 +328,7 @@ def assess(probe: ServiceProbe) -> Assessment:
     unreadable = _unreadable_note(probe)
 
     if not runs:
-        if probe.unreadable:
+        if probe.unreadable or probe.hidden_listeners:
             return Assessment(verdict=Verdict.UNKNOWN, summary=unreadable.lstrip("; "), **base)
         summary = f"no {engine} process on {probe.host}"
         if not log.exists:
@@ -483,13 +489,27 @@ def _record_note(probe: ServiceProbe, words: _Words) -> str:
 
 
 def _unreadable_note(probe: ServiceProbe) -> str:
-    if not probe.unreadable:
-        return ""
-    parts = [f"pid {u.get('pid')} (user {u.get('user')})" for u in probe.unreadable]
-    return (
-        f"; {', '.join(parts)} looks like this service but its open files cannot be read "
-        "by this user"
-    )
+    """What is seen on the host but cannot be read by the probe's user, in plain words."""
+    notes = []
+    if probe.unreadable:
+        parts = [f"pid {u.get('pid')} (user {u.get('user')})" for u in probe.unreadable]
+        notes.append(
+            f"{', '.join(parts)} looks like this service but its open files cannot be read "
+            "by this user"
+        )
+    for listener in probe.hidden_listeners:
+        uid, user = listener.get("uid"), printable(str(listener.get("user")))
+        port = listener.get("port")
+        if probe.probe_uid not in (uid, 0):
+            notes.append(
+                f"port {port} listens, owned by uid {uid} ({user}), whose processes we may not read"
+            )
+        else:
+            notes.append(
+                f"port {port} listens (socket of uid {uid} ({user})), but no process "
+                "this probe can see holds it"
+            )
+    return "".join(f"; {note}" for note in dict.fromkeys(notes))
 
 
 def exit_status(assessments: Sequence[Assessment]) -> int:

@@ -762,7 +762,7 @@ TCP_LISTEN = 10
 
 
 def listening_sockets():
-    """{port: set of socket inodes} for every listening TCP socket (v4 and v6).
+    """{port: {socket inode: owner uid}} for every listening TCP socket (v4 and v6).
 
     Asked over netlink for listening sockets only. /proc/net/tcp would do, but
     the kernel walks its whole connection hash table to print it: milliseconds
@@ -808,8 +808,8 @@ def listening_by_netlink():
                         # inet_diag_msg: family, state, timer, retrans, sockid
                         # (sport big-endian first), expires, rqueue, wqueue, uid, inode.
                         (port,) = struct.unpack_from("!H", data, offset + 16 + 4)
-                        (inode,) = struct.unpack_from("=I", data, offset + 16 + 68)
-                        found.setdefault(port, set()).add(inode)
+                        uid, inode = struct.unpack_from("=II", data, offset + 16 + 64)
+                        found.setdefault(port, {})[inode] = uid
                     offset += (length + 3) & ~3
     finally:
         sock.close()
@@ -824,13 +824,13 @@ def listening_by_proc():
             if len(parts) < 10 or parts[3] != "0A":  # 0A = LISTEN
                 continue
             port = int(parts[1].rsplit(":", 1)[1], 16)
-            found.setdefault(port, set()).add(int(parts[9]))
+            found.setdefault(port, {})[int(parts[9])] = int(parts[7])
     return found
 
 
 def listening_inodes(port):
     """Inodes of TCP sockets listening on ``port`` (any address, v4 or v6)."""
-    return listening_sockets().get(port, set())
+    return set(listening_sockets().get(port, {}))
 
 
 def line_time(line, clock):
@@ -1203,9 +1203,10 @@ class ProcessView(object):
         self._listening = None
 
     def listening(self, port):
+        """{socket inode: owner uid} of the sockets listening on ``port``."""
         if self._listening is None:
             self._listening = listening_sockets()
-        return self._listening.get(port, set())
+        return self._listening.get(port, {})
 
     def files(self, pid):
         if pid not in self._files:
@@ -1327,11 +1328,14 @@ class LogFile(object):
 
 
 def find_candidates(view, service, log_file):
-    """{pid: set of reasons} for processes that may be the service's run, and the
-    processes that look like it but whose files we may not read."""
+    """{pid: set of reasons} for processes that may be the service's run; the
+    processes that look like it but whose files we may not read; and the sockets
+    listening on its port that no process we can read holds."""
     sources = {}
     port = service.get("port")
-    sockets = set("socket:[%d]" % inode for inode in view.listening(port)) if port else set()
+    listeners = view.listening(port) if port else {}
+    sockets = dict(("socket:[%d]" % inode, inode) for inode in listeners)
+    held = set()
     pattern = re.compile(service["match"]) if service.get("match") else None
     launch = service.get("launch")
     unreadable = []
@@ -1358,10 +1362,16 @@ def find_candidates(view, service, log_file):
             sources.setdefault(pid, set()).add("command")
         for fd, target in links:
             if target in sockets:
+                held.add(sockets[target])
                 sources.setdefault(pid, set()).add("port")
             elif log_file.is_fd(pid, fd, target) and writes(pid, fd):
                 sources.setdefault(pid, set()).add("writes log")
-    return sources, unreadable
+    hidden = [
+        {"port": port, "inode": inode, "uid": uid, "user": user_name(uid)}
+        for inode, uid in sorted(listeners.items())
+        if inode not in held
+    ]
+    return sources, unreadable, hidden
 
 
 def probe_service(view, service):
@@ -1373,7 +1383,7 @@ def probe_service(view, service):
     log_file = LogFile(log_path)
     record = last_record(service["record_dir"]) if service.get("record_dir") else None
     record_state, record_pid = record_candidate(view, record)
-    sources, unreadable = find_candidates(view, service, log_file)
+    sources, unreadable, hidden = find_candidates(view, service, log_file)
     if record_pid is not None and view.alive(record_pid):
         sources.setdefault(record_pid, set()).add("record")
     runs = []
@@ -1422,6 +1432,7 @@ def probe_service(view, service):
         "log": log,
         "runs": runs,
         "unreadable": unreadable,
+        "hidden_listeners": hidden,
         "record": record,
         "record_state": record_state,
         "health": health,
