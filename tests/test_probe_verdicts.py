@@ -408,3 +408,40 @@ async def test_an_unreadable_log_is_that_services_unknown_alone(
     assert broken.verdict is Verdict.UNKNOWN, broken.summary
     assert "/proc/self/mem" in broken.summary and "Input/output error" in broken.summary
     assert good.verdict is Verdict.LIVE, good.summary
+
+
+# ---------------------------------------------------------------- 11: babysit's own descriptors
+
+
+def test_babysit_holding_the_log_for_its_own_stderr_is_not_a_run(
+    tmp_path: Path, servers: list[Server]
+) -> None:
+    log = tmp_path / "serve.log"
+    server = Server(log)
+    servers.append(server)
+    server.wait_for(READY)
+    config = tmp_path / "hosts.yaml"
+    config.write_text(
+        "hosts:\n  gpu:\n    local: true\n    services:\n"
+        + service("s", log, engine="sglang", port=server.port)
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    done = subprocess.run(
+        [
+            "sh",
+            "-c",
+            f'{sys.executable} -m tui status --json --config "$1" gpu/s 2>>"$2"',
+            "sh",
+            str(config),
+            str(log),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    entry = json.loads(done.stdout)["services"][0]
+    assert entry["verdict"] == "live", entry["summary"]
+    assert done.returncode == 0

@@ -1201,6 +1201,15 @@ class ProcessView(object):
         self._files = {}
         self._links = {}
         self._listening = None
+        # babysit's own processes here: this agent and every process above it (the
+        # shells and the session that started it, and the babysit client when it runs
+        # on this host), which may hold a service's log open for their own output.
+        # Never pid 1, which may be the server itself in a container.
+        self.own = set([self.me])
+        pid = os.getppid()
+        while pid > 1 and pid in self.table and pid not in self.own:
+            self.own.add(pid)
+            pid = self.table[pid]["ppid"]
 
     def listening(self, port):
         """{socket inode: owner uid} of the sockets listening on ``port``."""
@@ -1340,7 +1349,7 @@ def find_candidates(view, service, log_file):
     launch = service.get("launch")
     unreadable = []
     for pid, info in view.table.items():
-        if not view.alive(pid) or not info["cmdline"]:
+        if pid in view.own or not view.alive(pid) or not info["cmdline"]:
             continue
         if pattern is not None:
             by_command = pattern.search(" ".join(info["cmdline"])) is not None
@@ -1384,7 +1393,7 @@ def probe_service(view, service):
     record = last_record(service["record_dir"]) if service.get("record_dir") else None
     record_state, record_pid = record_candidate(view, record)
     sources, unreadable, hidden = find_candidates(view, service, log_file)
-    if record_pid is not None and view.alive(record_pid):
+    if record_pid is not None and record_pid not in view.own and view.alive(record_pid):
         sources.setdefault(record_pid, set()).add("record")
     runs = []
     for pid in view.roots(set(sources)):
