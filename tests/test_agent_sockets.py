@@ -52,7 +52,8 @@ def test_netlink_and_proc_agree_on_real_listeners(sockets: list[socket.socket]) 
     by_netlink = agent.listening_by_netlink()
     assert by_netlink == agent.listening_by_proc()
     expected = {inode_of(v4)} | ({inode_of(v6)} if v6 is not None else set())
-    assert by_netlink[port] == expected
+    assert set(by_netlink[port]) == expected
+    assert by_netlink[port][inode_of(v4)] == os.getuid()  # each listener with its owner
     assert bound_only.getsockname()[1] not in by_netlink
     assert agent.listening_sockets() == by_netlink
 
@@ -64,8 +65,8 @@ def test_without_netlink_proc_answers(monkeypatch: pytest.MonkeyPatch) -> None:
         listener.listen()
         port = listener.getsockname()[1]
 
-        def refused() -> dict[int, set[int]]:
+        def refused() -> dict[int, dict[int, int]]:
             raise PermissionError(13, "Permission denied")
 
         monkeypatch.setattr(agent, "listening_by_netlink", refused)
-        assert agent.listening_sockets()[port] == {inode_of(listener)}
+        assert agent.listening_sockets()[port] == {inode_of(listener): os.getuid()}

@@ -523,7 +523,7 @@ def new_run_starting() -> Assessment:
         "pid": NEW_PID, "ppid": 1, "start_ticks": 987654, "start_time": NOW, "user": "root",
         "cmdline": cmdline, "cwd": "/root", "sources": ["command", "writes log"],
         "files": [{"fd": 1, "path": LAUNCHED.log, "dev": DEV, "inode": NEW_INODE,
-                   "deleted": False, "write": True}],
+                   "deleted": False, "write": True, "at_log": True}],
         "members": [],
         "ready": {"seen": False, "source": "timestamps", "anchor": 0, "at": None},
     }  # fmt: skip

@@ -132,6 +132,7 @@ def sglang_report(
                         "inode": inode if writes else inode - 1,
                         "deleted": not writes,
                         "write": True,
+                        "at_log": True,  # the log, or its deleted former self
                     }
                 ],
                 "members": [],

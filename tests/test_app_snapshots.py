@@ -216,6 +216,7 @@ def probed(
                         "inode": writes,
                         "deleted": deleted,
                         "write": True,
+                        "at_log": True,  # the log, or its deleted former self
                     }
                 ],
                 "members": [

@@ -63,6 +63,9 @@ class OpenFile:
     inode: int
     deleted: bool
     write: bool
+    #: The agent found this file to be the log (same device and inode as the file at
+    #: the path) or its deleted former self (see LogFile in tui/remote/agent.py).
+    at_log: bool = False
 
 
 @dataclass(frozen=True)
@@ -104,7 +107,8 @@ class Process:
 class Ready:
     """Readiness of one run, counted only in bytes after its anchor.
 
-    ``seen`` is None when it cannot be known (then ``source`` says why).
+    ``seen`` is None when it cannot be known (then ``source`` says why). ``cut``: no
+    ready line, but the log begins inside this run, so it may have lost it.
     """
 
     seen: bool | None
@@ -114,6 +118,7 @@ class Ready:
     offset: int | None = None
     line: str | None = None
     by_http: bool = False
+    cut: bool = False
 
     @classmethod
     def from_json(cls, data: Mapping[str, object] | None) -> Ready:
@@ -126,6 +131,7 @@ class Ready:
             at=data.get("at"),  # type: ignore[arg-type]
             offset=data.get("offset"),  # type: ignore[arg-type]
             line=data.get("line"),  # type: ignore[arg-type]
+            cut=bool(data.get("cut")),
         )
 
 
@@ -145,11 +151,9 @@ class Run:
     def pids(self) -> tuple[int, ...]:
         return tuple(p.pid for p in self.processes)
 
-    def written(self, log_path: str) -> list[OpenFile]:
-        """Files at the log path (current or deleted) that this run has open for writing."""
-        return [
-            f for p in self.processes for f in (p.files or ()) if f.write and f.path == log_path
-        ]
+    def written(self) -> list[OpenFile]:
+        """The log (current or deleted) as files this run has open for writing."""
+        return [f for p in self.processes for f in (p.files or ()) if f.write and f.at_log]
 
     def writes(self, dev: int, inode: int) -> bool:
         return any(
@@ -201,6 +205,14 @@ class ServiceProbe:
     record: Mapping[str, object] | None = None
     record_state: str | None = None
     health: int | None = None
+    #: Whether /health was asked (only when the log cannot tell).
+    health_asked: bool = False
+    #: Sockets listening on the service's port that no process we can read holds.
+    hidden_listeners: tuple[Mapping[str, object], ...] = ()
+    #: The uid the probe ran as.
+    probe_uid: int | None = None
+    #: Why this service could not be probed (the others on the host may have been).
+    error: str | None = None
 
     @classmethod
     def from_json(
@@ -222,12 +234,16 @@ class ServiceProbe:
             boot_id=str(top.get("boot_id", "")),
             observed_at=float(top.get("now", 0.0)),  # type: ignore[arg-type]
             utc_offset=int(top.get("utc_offset", 0)),  # type: ignore[arg-type]
-            log=LogState.from_json(data["log"]),  # type: ignore[arg-type]
+            log=LogState.from_json(data.get("log") or {"path": ""}),  # type: ignore[arg-type]
             runs=tuple(runs),
             unreadable=tuple(data.get("unreadable") or ()),  # type: ignore[arg-type]
             record=data.get("record"),  # type: ignore[arg-type]
             record_state=data.get("record_state"),  # type: ignore[arg-type]
             health=data.get("health"),  # type: ignore[arg-type]
+            health_asked=bool(data.get("health_asked")),
+            hidden_listeners=tuple(data.get("hidden_listeners") or ()),  # type: ignore[arg-type]
+            probe_uid=top.get("uid"),  # type: ignore[arg-type]
+            error=None if data.get("error") is None else str(data["error"]),
         )
 
 
@@ -302,11 +318,17 @@ def assess(probe: ServiceProbe) -> Assessment:
         "boot_id": probe.boot_id,
         "utc_offset": probe.utc_offset,
     }
+    if probe.error is not None:
+        return Assessment(
+            verdict=Verdict.UNKNOWN,
+            summary=f"cannot tell: the probe of this service failed: {printable(probe.error)}",
+            **base,
+        )
     runs = list(probe.runs)
     unreadable = _unreadable_note(probe)
 
     if not runs:
-        if probe.unreadable:
+        if probe.unreadable or probe.hidden_listeners:
             return Assessment(verdict=Verdict.UNKNOWN, summary=unreadable.lstrip("; "), **base)
         summary = f"no {engine} process on {probe.host}"
         if not log.exists:
@@ -335,7 +357,7 @@ def assess(probe: ServiceProbe) -> Assessment:
             **base,
         )
     run = runs[0]
-    written = run.written(log.path)
+    written = run.written()
     if not log.exists:
         doing = f"; it writes inode {written[0].inode} (deleted)" if written else ""
         return Assessment(
@@ -395,7 +417,9 @@ def _holding(
 ) -> Assessment:
     log = probe.log
     ready = run.ready or Ready(seen=None, source="not probed")
-    if ready.seen is None and probe.health == 200:
+    # /health is asked only when the log cannot tell: readiness unknown, or no ready
+    # line in a log that may have lost it (cut since the run began).
+    if (ready.seen is None or (ready.seen is False and ready.cut)) and probe.health == 200:
         ready = Ready(
             seen=True, source="HTTP /health answered 200", anchor=ready.anchor, by_http=True
         )
@@ -419,6 +443,11 @@ def _holding(
         health = ""
         if probe.health is not None:
             health = f"; /health answers {probe.health}"
+        elif ready.cut and not probe.health_asked:
+            health = (
+                "; the log begins inside this run, so a cut may have taken its ready line "
+                "(with port: set, /health can tell)"
+            )
         return Assessment(
             verdict=Verdict.STARTING,
             summary=f"{head}; not ready yet (no ready line{where}){health}{also}{unreadable}",
@@ -438,7 +467,7 @@ def _holding(
 
 
 def _describe_run(run: Run, probe: ServiceProbe, words: _Words) -> str:
-    written = run.written(probe.log.path)
+    written = run.written()
     if written:
         f = written[0]
         what = f"writes inode {f.inode}{' (deleted)' if f.deleted else ''}"
@@ -460,13 +489,27 @@ def _record_note(probe: ServiceProbe, words: _Words) -> str:
 
 
 def _unreadable_note(probe: ServiceProbe) -> str:
-    if not probe.unreadable:
-        return ""
-    parts = [f"pid {u.get('pid')} (user {u.get('user')})" for u in probe.unreadable]
-    return (
-        f"; {', '.join(parts)} looks like this service but its open files cannot be read "
-        "by this user"
-    )
+    """What is seen on the host but cannot be read by the probe's user, in plain words."""
+    notes = []
+    if probe.unreadable:
+        parts = [f"pid {u.get('pid')} (user {u.get('user')})" for u in probe.unreadable]
+        notes.append(
+            f"{', '.join(parts)} looks like this service but its open files cannot be read "
+            "by this user"
+        )
+    for listener in probe.hidden_listeners:
+        uid, user = listener.get("uid"), printable(str(listener.get("user")))
+        port = listener.get("port")
+        if probe.probe_uid not in (uid, 0):
+            notes.append(
+                f"port {port} listens, owned by uid {uid} ({user}), whose processes we may not read"
+            )
+        else:
+            notes.append(
+                f"port {port} listens (socket of uid {uid} ({user})), but no process "
+                "this probe can see holds it"
+            )
+    return "".join(f"; {note}" for note in dict.fromkeys(notes))
 
 
 def exit_status(assessments: Sequence[Assessment]) -> int:

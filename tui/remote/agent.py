@@ -46,6 +46,7 @@ refresh every few seconds costs no new python3 (nor, over SSH, a new session).
 """
 
 import binascii
+import datetime
 import json
 import os
 import re
@@ -918,7 +919,7 @@ TCP_LISTEN = 10
 
 
 def listening_sockets():
-    """{port: set of socket inodes} for every listening TCP socket (v4 and v6).
+    """{port: {socket inode: owner uid}} for every listening TCP socket (v4 and v6).
 
     Asked over netlink for listening sockets only. /proc/net/tcp would do, but
     the kernel walks its whole connection hash table to print it: milliseconds
@@ -964,8 +965,8 @@ def listening_by_netlink():
                         # inet_diag_msg: family, state, timer, retrans, sockid
                         # (sport big-endian first), expires, rqueue, wqueue, uid, inode.
                         (port,) = struct.unpack_from("!H", data, offset + 16 + 4)
-                        (inode,) = struct.unpack_from("=I", data, offset + 16 + 68)
-                        found.setdefault(port, set()).add(inode)
+                        uid, inode = struct.unpack_from("=II", data, offset + 16 + 64)
+                        found.setdefault(port, {})[inode] = uid
                     offset += (length + 3) & ~3
     finally:
         sock.close()
@@ -980,43 +981,64 @@ def listening_by_proc():
             if len(parts) < 10 or parts[3] != "0A":  # 0A = LISTEN
                 continue
             port = int(parts[1].rsplit(":", 1)[1], 16)
-            found.setdefault(port, set()).add(int(parts[9]))
+            found.setdefault(port, {})[int(parts[9])] = int(parts[7])
     return found
 
 
 def listening_inodes(port):
     """Inodes of TCP sockets listening on ``port`` (any address, v4 or v6)."""
-    return listening_sockets().get(port, set())
+    return set(listening_sockets().get(port, {}))
 
 
-def line_time(line, year_hint):
+def line_time(line, clock):
+    """The time a line is stamped with, or None. ``clock`` is when the file was last
+    written: a stamp without a year (vLLM's) is put in the latest year that places it
+    no later than that, give or take a day for a server whose clock zone differs, so
+    last December's lines in a file written in January are last year's, not in the
+    future."""
     for pattern, has_year in TS_PATTERNS:
         match = pattern.match(line)
         if not match:
             continue
         parts = [int(x) for x in match.groups()]
-        if not has_year:
-            parts = [year_hint, *parts]
-        try:
-            return time.mktime(
-                (parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], 0, 0, -1)
-            )
-        except (OverflowError, ValueError):
-            return None
+        if has_year:
+            try:
+                return time.mktime(
+                    (parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], 0, 0, -1)
+                )
+            except (OverflowError, ValueError):
+                return None
+        return yearless_time(parts, clock)
     return None
 
 
-def first_time(data, year_hint):
+# How far after the file's last write a year-less stamp may be (clocks in other zones).
+YEARLESS_SLACK = 86400
+
+
+def yearless_time(parts, clock):
+    reference = time.localtime(clock).tm_year
+    for year in range(reference + 1, reference - 9, -1):
+        try:
+            ts = time.mktime(datetime.datetime(year, *parts).timetuple())
+        except (OverflowError, ValueError):
+            continue  # Feb 29 in a common year
+        if ts <= clock + YEARLESS_SLACK:
+            return ts
+    return None
+
+
+def first_time(data, clock):
     for line in data.split(b"\n"):
-        ts = line_time(line, year_hint)
+        ts = line_time(line, clock)
         if ts is not None:
             return ts
     return None
 
 
-def last_time(data, year_hint):
+def last_time(data, clock):
     for line in reversed(data.split(b"\n")):
-        ts = line_time(line, year_hint)
+        ts = line_time(line, clock)
         if ts is not None:
             return ts
     return None
@@ -1026,7 +1048,6 @@ def log_facts(path, tail_bytes=0):
     st = stat_or_none(path)
     if st is None or not stat.S_ISREG(st.st_mode):
         return {"path": path, "exists": st is not None, "regular": False}
-    year = time.localtime(st.st_mtime).tm_year
     facts = {
         "path": path,
         "exists": True,
@@ -1053,48 +1074,38 @@ def log_facts(path, tail_bytes=0):
         last = tail[-tail_bytes:]
         facts["tail_offset"] = st.st_size - len(last)
         facts["tail"] = base64.b64encode(last).decode("ascii")
-    facts["first_ts"] = first_time(head, year)
-    facts["last_ts"] = last_time(tail, year)
+    facts["first_ts"] = first_time(head, st.st_mtime)
+    facts["last_ts"] = last_time(tail, st.st_mtime)
     return facts
 
 
-def find_anchor(fd, size, start_time, year, pid_tag):
+def find_anchor(fd, size, start_time, clock, pid_tag):
     """Offset of the first byte this run wrote, and how it was found (or None, reason).
 
-    A vLLM run tags its lines with its pid; otherwise the first line stamped at
-    or after the process start (timestamps are whole seconds, so a line of the
-    same second from another run makes the answer unsure).
+    The first line stamped at or after the process start (timestamps are whole
+    seconds, so a line of the same second from another run makes the answer
+    unsure). A vLLM run tags its lines with its pid, but pids come back (every
+    container counts from 1), so a tagged line is this run's only when it is also
+    stamped at or after the start.
     """
+    start = int(start_time)
+    low = before_start(fd, size, start, clock)
     if pid_tag:
-        at = scan_for(fd, 0, size, [pid_tag], limit=None)
-        if at is not None:
-            return at[0], "pid tag"
-    low, high = 0, size
-    # Binary search over line starts for the first timestamp >= start_time.
-    while high - low > 4096:
-        mid = (low + high) // 2
-        chunk = os.pread(fd, 8192, mid)
-        newline = chunk.find(b"\n")
-        if newline < 0:
-            break
-        ts = first_time(chunk[newline + 1 :], year)
-        if ts is None:
-            break
-        if ts < int(start_time):
-            low = mid + newline + 1
-        else:
-            high = mid
+        span = (low, min(size, low + READY_SCAN))
+        at, how = first_tagged(fd, span, pid_tag, start, clock)
+        if at is not None or how is not None:
+            return at, how
     chunk = os.pread(fd, min(size - low, 1024 * 1024), low)
     offset = low
     previous_ts = None
     for line in chunk.split(b"\n"):
-        ts = line_time(line, year)
-        if ts is not None and ts >= int(start_time):
+        ts = line_time(line, clock)
+        if ts is not None and ts >= start:
             if previous_ts is not None and previous_ts == ts:
                 return None, "a line from before the start shares its second"
             if offset > 0 and previous_ts is None and low == offset:
-                previous = last_time(os.pread(fd, 4096, max(0, offset - 4096)), year)
-                if previous is not None and previous >= int(start_time):
+                previous = last_time(os.pread(fd, 4096, max(0, offset - 4096)), clock)
+                if previous is not None and previous >= start:
                     return None, "the log's timestamps are not in order"
             return offset, "timestamps"
         if ts is not None:
@@ -1103,6 +1114,86 @@ def find_anchor(fd, size, start_time, year, pid_tag):
     if offset >= size:
         return size, "nothing written since the start"
     return None, "no timestamps to place the start"
+
+
+def before_start(fd, size, start, clock):
+    """A line start at or before the first line stamped ``start`` or later (0 when
+    the timestamps cannot tell): a binary search over line starts."""
+    low, high = 0, size
+    while high - low > 4096:
+        mid = (low + high) // 2
+        chunk = os.pread(fd, 8192, mid)
+        newline = chunk.find(b"\n")
+        if newline < 0:
+            break
+        ts = first_time(chunk[newline + 1 :], clock)
+        if ts is None:
+            break
+        if ts < start:
+            low = mid + newline + 1
+        else:
+            high = mid
+    return low
+
+
+def first_tagged(fd, span, tag, start, clock):
+    """(offset, "pid tag") of the first line in ``span`` that carries ``tag`` and is
+    stamped at or after ``start``; (None, why) when the only tagged lines after the
+    older ones carry no stamp (uvicorn's, tracebacks), so they may be either run's;
+    (None, None) when no tagged line tells (the run does not tag its lines)."""
+    undated = False
+    for offset, line in lines_in(fd, *span):
+        if tag not in line:
+            continue
+        ts = line_time(line, clock)
+        if ts is None:
+            undated = True
+        elif ts >= start:
+            return offset, "pid tag"
+        else:
+            undated = False  # the undated lines before an older line are the older run's
+    if undated:
+        return None, "lines tagged %s follow an older run's, with no time stamp to tell whose" % (
+            tag.decode("utf-8", "replace").rstrip(")")
+        )
+    return None, None
+
+
+def lines_in(fd, start, end, keep=65536):
+    """(offset, line) for each line in [start, end); a line is cut at ``keep`` bytes."""
+    pos = start
+    line_at = start
+    head = b""
+    while pos < end:
+        data = os.pread(fd, min(1024 * 1024, end - pos), pos)
+        if not data:
+            break
+        cut = 0
+        while True:
+            newline = data.find(b"\n", cut)
+            stop = len(data) if newline < 0 else newline
+            if len(head) < keep:
+                head += data[cut : min(stop, cut + keep - len(head))]
+            if newline < 0:
+                break
+            yield line_at, head
+            line_at = pos + newline + 1
+            head = b""
+            cut = newline + 1
+        pos += len(data)
+    if line_at < pos:
+        yield line_at, head
+
+
+def holds_whole_run(fd, anchor, start_time, clock):
+    """Whether the log provably holds this run's output from its first byte: a line
+    stamped before the run started lies just before the anchor. A log cut since the
+    run began (logrotate's copytruncate) starts inside the run and holds none, so a
+    ready line it lacks may have been cut away."""
+    if anchor <= 0:
+        return False
+    ts = last_time(os.pread(fd, 4096, max(0, anchor - 4096)), clock)
+    return ts is not None and ts < int(start_time)
 
 
 def scan_for(fd, start, end, needles, limit=READY_SCAN):
@@ -1133,28 +1224,42 @@ def scan_for(fd, start, end, needles, limit=READY_SCAN):
 
 
 def readiness(log_path, run, record, ready_patterns, engine, args_heads=()):  # noqa: PLR0917
-    """Where this run's bytes begin in the log, and whether its ready line is there."""
+    """Where this run's bytes begin in the log, and whether its ready line is there.
+
+    ``seen`` is False only as far as the log shows; ``cut`` says the log may have lost
+    the run's first bytes (it begins inside the run), so a ready line it lacks may
+    have been there: then /health is asked (see probe_service).
+    """
     st = stat_or_none(log_path)
     if st is None:
         return {"anchor": None, "source": "no log", "seen": None}
-    year = time.localtime(st.st_mtime).tm_year
+    clock = st.st_mtime
     try:
         fd = open_file(log_path)
     except OSError as error:
         return {"anchor": None, "source": error.strerror, "seen": None}
     try:
-        anchor, source = None, None
+        anchor, source, cut = None, None, True
         if record and (record.get("dev"), record.get("inode")) == (st.st_dev, st.st_ino):
             anchor, source = record.get("launch_offset"), "run record"
+            if isinstance(anchor, int) and anchor > st.st_size:
+                return {
+                    "anchor": None,
+                    "seen": None,
+                    "source": "the log (%d bytes) is shorter than where this run began "
+                    "(offset %d): it was cut since" % (st.st_size, anchor),
+                }
         elif st.st_mtime < run["start_time"] - START_SLACK:
-            anchor, source = st.st_size, "nothing written since the start"
+            anchor, source, cut = st.st_size, "nothing written since the start", False
         else:
             tag = None
             if engine == "vllm":
                 tag = ("pid=%d)" % run["pid"]).encode()
-            anchor, source = find_anchor(fd, st.st_size, run["start_time"], year, tag)
+            anchor, source = find_anchor(fd, st.st_size, run["start_time"], clock, tag)
         if anchor is None:
             return {"anchor": None, "source": source, "seen": None}
+        if cut:
+            cut = not holds_whole_run(fd, anchor, run["start_time"], clock)
         heads = [h.encode() for h in args_heads]
         args_line = scan_for(fd, anchor, st.st_size, heads, limit=ARGS_SCAN) if heads else None
         if not ready_patterns:
@@ -1169,12 +1274,13 @@ def readiness(log_path, run, record, ready_patterns, engine, args_heads=()):  # 
             "anchor": anchor,
             "source": source,
             "seen": found is not None,
+            "cut": cut and found is None,
             "complete": st.st_size - anchor <= READY_SCAN,
             "args_line": args_line[1] if args_line else None,
         }
         if found is not None:
             result["offset"], result["line"] = found
-            result["at"] = line_time(found[1].encode(), year)
+            result["at"] = line_time(found[1].encode(), clock)
         elif not result["complete"]:
             result["seen"] = None
             result["source"] = "the run wrote more than %d MiB before any ready line" % (
@@ -1253,11 +1359,22 @@ class ProcessView(object):
         self._files = {}
         self._links = {}
         self._listening = None
+        # babysit's own processes here: this agent and every process above it (the
+        # shells and the session that started it, and the babysit client when it runs
+        # on this host), which may hold a service's log open for their own output.
+        # Never pid 1, which may be the server itself in a container.
+        self.chain = [self.me]
+        pid = os.getppid()
+        while pid > 1 and pid in self.table and pid not in self.chain:
+            self.chain.append(pid)
+            pid = self.table[pid]["ppid"]
+        self.own = set(self.chain)
 
     def listening(self, port):
+        """{socket inode: owner uid} of the sockets listening on ``port``."""
         if self._listening is None:
             self._listening = listening_sockets()
-        return self._listening.get(port, set())
+        return self._listening.get(port, {})
 
     def files(self, pid):
         if pid not in self._files:
@@ -1270,8 +1387,8 @@ class ProcessView(object):
         return self._links[pid]
 
     def alive(self, pid):
-        """A live process that is not babysit's own: this probe, or another agent (whose
-        argv carries the same patterns the probe looks for)."""
+        """A live process that is not one of babysit's agents (this one included), nor a
+        shell that started one. (The processes above this agent are in ``own``.)"""
         info = self.table.get(pid)
         if info is None or pid == self.me or info["state"] == "Z":
             return False
@@ -1341,19 +1458,59 @@ def record_candidate(view, record):
     return "running", pid
 
 
-def find_candidates(view, service):
-    """{pid: set of reasons} for processes that may be the service's run, and the
-    processes that look like it but whose files we may not read."""
-    log_path = service["log"]
+class LogFile(object):
+    """The file at a service's log path, to tell which open files are it: by device
+    and inode, never by the text of a path (a symlink, a linked folder or a ``//``
+    name the same file another way than the process that opened it did). A deleted
+    file is the log's former self when the name it had is where the path leads."""
+
+    def __init__(self, path):
+        st = stat_or_none(path)
+        regular = st is not None and stat.S_ISREG(st.st_mode)
+        self.key = (st.st_dev, st.st_ino) if regular else None
+        folder, base = os.path.split(path)
+        self.names = set(
+            [os.path.realpath(path), os.path.join(os.path.realpath(folder or "."), base)]
+        )
+        self.bases = set(os.path.basename(name) for name in self.names)
+
+    def holds(self, entry):
+        """Whether an entry of open_files() is this log (or its deleted former self)."""
+        return (entry["dev"], entry["inode"]) == self.key or (
+            entry["deleted"] and entry["path"] in self.names
+        )
+
+    def is_fd(self, pid, fd, target):
+        """Whether fd ``fd`` of ``pid``, whose link reads ``target``, is this log (or its
+        deleted former self). Only a file named like the log is looked at (stat on
+        every open file of every process could stall on a dead network mount); its
+        device and inode decide."""
+        deleted = target.endswith(" (deleted)")
+        name = target[: -len(" (deleted)")] if deleted else target
+        if not name.startswith("/") or os.path.basename(name) not in self.bases:
+            return False
+        if deleted and name in self.names:
+            return True
+        if self.key is None:
+            return False
+        st = stat_or_none("/proc/%d/fd/%s" % (pid, fd))
+        return st is not None and (st.st_dev, st.st_ino) == self.key
+
+
+def find_candidates(view, service, log_file):
+    """{pid: set of reasons} for processes that may be the service's run; the
+    processes that look like it but whose files we may not read; and the sockets
+    listening on its port that no process we can read holds."""
     sources = {}
     port = service.get("port")
-    sockets = set("socket:[%d]" % inode for inode in view.listening(port)) if port else set()
-    log_links = (log_path, log_path + " (deleted)")
+    listeners = view.listening(port) if port else {}
+    sockets = dict(("socket:[%d]" % inode, inode) for inode in listeners)
+    held = set()
     pattern = re.compile(service["match"]) if service.get("match") else None
     launch = service.get("launch")
     unreadable = []
     for pid, info in view.table.items():
-        if not view.alive(pid) or not info["cmdline"]:
+        if pid in view.own or not view.alive(pid) or not info["cmdline"]:
             continue
         if pattern is not None:
             by_command = pattern.search(" ".join(info["cmdline"])) is not None
@@ -1375,19 +1532,29 @@ def find_candidates(view, service):
             sources.setdefault(pid, set()).add("command")
         for fd, target in links:
             if target in sockets:
+                held.add(sockets[target])
                 sources.setdefault(pid, set()).add("port")
-            elif target in log_links and writes(pid, fd):
+            elif log_file.is_fd(pid, fd, target) and writes(pid, fd):
                 sources.setdefault(pid, set()).add("writes log")
-    return sources, unreadable
+    hidden = [
+        {"port": port, "inode": inode, "uid": uid, "user": user_name(uid)}
+        for inode, uid in sorted(listeners.items())
+        if inode not in held
+    ]
+    return sources, unreadable, hidden
 
 
 def probe_service(view, service):
     log_path = service["log"]
-    log = log_facts(log_path, int(service.get("tail_bytes") or 0))
+    try:
+        log = log_facts(log_path, int(service.get("tail_bytes") or 0))
+    except OSError as error:
+        raise ServiceFailed("cannot read the log %s: %s" % (log_path, reason_of(error))) from None
+    log_file = LogFile(log_path)
     record = last_record(service["record_dir"]) if service.get("record_dir") else None
     record_state, record_pid = record_candidate(view, record)
-    sources, unreadable = find_candidates(view, service)
-    if record_pid is not None and view.alive(record_pid):
+    sources, unreadable, hidden = find_candidates(view, service, log_file)
+    if record_pid is not None and record_pid not in view.own and view.alive(record_pid):
         sources.setdefault(record_pid, set()).add("record")
     runs = []
     for pid in view.roots(set(sources)):
@@ -1397,43 +1564,79 @@ def probe_service(view, service):
             if child in sources:
                 run["sources"] = sorted(set(run["sources"]) | sources[child])
             run["members"].append(view.describe(child, sources.get(child, ())))
+        for member in [run, *run["members"]]:
+            if member["files"] is not None:
+                member["files"] = [dict(f, at_log=log_file.holds(f)) for f in member["files"]]
         if log.get("regular") and any(
             f["write"] and (f["dev"], f["inode"]) == (log["dev"], log["inode"])
             for member in [run, *run["members"]]
             for f in (member["files"] or [])
         ):
-            run["ready"] = readiness(
-                log_path,
-                run,
-                record if "record" in run["sources"] else None,
-                service.get("ready", []),
-                service.get("engine"),
-                service.get("args_heads") or (),
-            )
+            try:
+                run["ready"] = readiness(
+                    log_path,
+                    run,
+                    record if "record" in run["sources"] else None,
+                    service.get("ready", []),
+                    service.get("engine"),
+                    service.get("args_heads") or (),
+                )
+            except OSError as error:
+                raise ServiceFailed(
+                    "cannot read the log %s: %s" % (log_path, reason_of(error))
+                ) from None
         runs.append(run)
-    # Only when the log cannot tell: SGLang answers /health by running a generation,
-    # which would add a line to its log and work to its GPU on every refresh.
+    # Only when the log cannot tell (readiness unknown, or no ready line in a log that
+    # may have lost the run's first bytes): SGLang answers /health by running a
+    # generation, which would add a line to its log and work to its GPU on every refresh.
     health = None
-    unsure = any(run.get("ready", {}).get("seen") is None for run in runs if "ready" in run)
-    if service.get("port") and service.get("health", True) and unsure:
+    unsure = any(
+        run["ready"].get("seen") is None or run["ready"].get("cut")
+        for run in runs
+        if "ready" in run
+    )
+    asked = bool(service.get("port") and service.get("health", True) and unsure)
+    if asked:
         health = http_status(service["port"])
     return {
         "name": service["name"],
         "log": log,
         "runs": runs,
         "unreadable": unreadable,
+        "hidden_listeners": hidden,
         "record": record,
         "record_state": record_state,
         "health": health,
+        "health_asked": asked,
         "gpu_csv": None,  # filled in by probe(), once for all services
         "prometheus": http_text(service["port"]) if service.get("prometheus") else None,
     }
 
 
+class ServiceFailed(Exception):
+    """What went wrong probing one service, in plain words."""
+
+
+def reason_of(error):
+    if isinstance(error, ServiceFailed):
+        return str(error)
+    if isinstance(error, OSError) and error.strerror:
+        if error.filename:
+            return "%s: %s" % (error.filename, error.strerror)
+        return error.strerror
+    return "%s: %s" % (type(error).__name__, error)
+
+
 def probe(args):
     view = ProcessView()
     services = args.get("services", [])
-    entries = [probe_service(view, service) for service in services]
+    entries = []
+    for service in services:
+        # What fails for one service (a log on a failing disk) is that service's answer.
+        try:
+            entries.append(probe_service(view, service))
+        except Exception as error:  # any failure is this service's answer
+            entries.append({"name": service.get("name"), "error": reason_of(error), "runs": []})
     wanting = [entries[i] for i, s in enumerate(services) if s.get("gpus") is not None]
     if wanting:
         readings = gpu_readings(view, entries, float(args.get("apps_max_age") or 0))
@@ -1758,15 +1961,13 @@ def own_processes(view, client):
             info = view.table.get(pid)
             if info is not None and info["start_ticks"] == ticks:
                 own[pid] = "babysit itself, or a process above it (its shell or terminal)"
-    pid, first = view.me, True
-    while pid in view.table and pid not in own:
-        own[pid] = (
+    for pid in view.chain:
+        own.setdefault(
+            pid,
             "babysit's agent for this kill"
-            if first
-            else "above babysit's agent on this host: it carries babysit's own connection"
+            if pid == view.me
+            else "above babysit's agent on this host: it carries babysit's own connection",
         )
-        first = False
-        pid = view.table[pid]["ppid"]
     for pid, info in view.table.items():
         # ProcessView.alive is the one place that tells babysit's agents from the rest.
         if pid not in own and info["state"] != "Z" and not view.alive(pid):
