@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.agent_as import run_agent_as
 from support.servers import Server, free_port
 from support.sshd import Sshd
 
@@ -19,10 +20,7 @@ from tui.cli import main
 from tui.config import Host, parse_config
 from tui.core.runs import Assessment, Verdict
 from tui.remote import SshLinks, open_transport
-from tui.remote.agentcall import agent_argv, agent_input, split_output
-from tui.remote.local import LocalTransport
 from tui.remote.probe import probe_host, probe_request
-from tui.remote.transport import Completed
 
 READY = "The server is fired up and ready to roll!"
 
@@ -208,26 +206,9 @@ async def test_a_process_the_probe_cannot_read_is_reported(
     server.wait_for("Load weight begin")
     host = local_host(log, server)
     tmp_path.chmod(0o755)
-    stdin, nonce = agent_input(probe_request(list(host.services.values())))
-    python = shutil.which("python3", path="/usr/bin:/bin") or sys.executable
-    out = subprocess.run(
-        [
-            "setpriv",
-            "--reuid=nobody",
-            "--regid=nogroup",
-            "--clear-groups",
-            python,
-            *agent_argv(LocalTransport())[1:],
-        ],
-        input=stdin,
-        capture_output=True,
-        check=True,
-        cwd="/",
-    )
-    answer = split_output(Completed((), 0, out.stdout, b""), nonce).completed.stdout
+    data = run_agent_as("nobody", "nogroup", probe_request(list(host.services.values())))
     from tui.core.runs import ServiceProbe, assess
 
-    data = json.loads(answer)
     result = assess(ServiceProbe.from_json("gpu", "sglang", data, data["services"][0]))
     assert result.verdict is Verdict.UNKNOWN
     assert (

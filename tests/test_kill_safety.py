@@ -207,12 +207,27 @@ def test_a_tree_holding_babysit_itself_is_refused(tmp_path: Path) -> None:
     )
     try:
         assert parent.wait(60) == 0, "the parent (the matched run) was signalled"
+        # The probe never takes babysit's own chain for a run, so the pid is not the
+        # service's run; and were it offered, the agent would refuse the kill itself
+        # (test_the_agent_refuses_a_tree_holding_babysit_itself).
         assert result.read_text() == "2"
-        (last,) = audit_records()
-        assert last["ok"] is False
-        assert "is babysit itself" in last["result"] and "nothing was signalled" in last["result"]
+        assert all(record["ok"] is False for record in audit_records())
     finally:
         end_group(parent)
+
+
+async def test_the_agent_refuses_a_tree_holding_babysit_itself(tmp_path: Path) -> None:
+    """Were babysit's own process ever offered as a run's member, the agent refuses
+    before any signal: this test process is the babysit client that asks."""
+    host = host_of("local", None, {"engine": "sglang", "log": str(tmp_path / "x.log")})
+    transport = open_transport(host, SshLinks())
+    boot_id = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    me = os.getpid()
+    target = KillTarget(boot_id, ((me, int(start_ticks(me))),), None)
+    events = [e async for e in kill_run(transport, target, grace=1)]
+    assert [e.kind for e in events] == ["refused"]
+    assert f"pid {me}" in events[0].message and "babysit itself" in events[0].message
+    assert "nothing was signalled" in events[0].message
 
 
 @pytest.mark.parametrize("kind", ["ssh", "pct"])
@@ -232,17 +247,22 @@ async def test_the_sshd_that_carries_babysits_connection_is_never_signalled(
         try:
             transport = open_transport(host, links)
             (a,) = await probe_host(transport, host)
-            assert a.run is not None and a.run.root.pid == listener, a.line
+            # The probe never takes babysit's own chain for a run ...
+            assert a.run is None, a.line
+            # ... and were that sshd offered anyway, the agent refuses to signal it.
             sessions = [p.pid for p in own.session_processes()]
-            assert set(sessions) <= set(a.run.pids)
-            target = KillTarget.of(a.run, a.boot_id or "", host.services["qwen"])
+            target = KillTarget(
+                a.boot_id or "",
+                tuple((pid, int(start_ticks(pid))) for pid in [listener, *sessions]),
+                None,
+            )
             events = [e async for e in kill_run(transport, target, grace=1)]
             assert [e.kind for e in events] == ["refused"], [e.message for e in events]
             assert "carries babysit's own connection" in events[0].message
             assert own.process.poll() is None
             assert [p.pid for p in own.session_processes()] == sessions
             (again,) = await probe_host(transport, host)  # the connection still works
-            assert again.run is not None
+            assert again.verdict is a.verdict
         finally:
             await links.close()
     finally:
