@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tui.core.frames import FrameDecoder, FrameError
@@ -139,6 +139,8 @@ def test_the_cursor_of_a_file_left_and_come_back_to_keeps_its_fingerprints() -> 
 
 
 @given(st.integers(1, 300), st.integers(1, 50))
+@example(64, 1)  # exactly the limit, a byte at a time: whole, not cut
+@example(65, 1)
 def test_long_lines_are_cut_and_never_held_whole(length: int, chunk: int) -> None:
     data = b"x" * length + b"\nnext\n"
     chunks = [data[i : i + chunk] for i in range(0, len(data), chunk)]

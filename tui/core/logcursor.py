@@ -211,7 +211,9 @@ class LineSplitter:
                 take = min(len(view) - pos, room)
                 self._pending += view[pos : pos + take]
                 pos += take
-                if len(self._pending) >= self._max:
+                # Cut only once a byte past the limit is seen that does not end the
+                # line: a line of exactly the limit is whole.
+                if pos < len(view):
                     lines.append(self._emit(now, cut=True, size=len(self._pending)))
                     self._skipping = True
                 continue
