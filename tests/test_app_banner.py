@@ -156,3 +156,27 @@ async def test_a_probe_that_raises_turns_the_banner_unknown_and_the_loop_comes_b
             assert changes[-1].startswith("UNKNOWN → LIVE: ")
     finally:
         server.kill()
+
+
+async def test_the_host_screen_shows_a_death_line_hint_as_status_does(tmp_path: Path) -> None:
+    """The hint comes from the report (one place), not from the screen's own series."""
+    from tui.app.widgets.metrics_pane import HintsLine
+
+    line = "Rank 0 scheduler is dead. Please check if there are relevant logs."
+    log = tmp_path / "serve.log"
+    server = Server(log, load=0.3, scenario="killed-after:0.3", version="0.5.21")
+    try:
+        server.wait_for("scheduler is dead")
+        app = app_for(log, server)
+        async with app.run_test(size=(120, 36)) as pilot:
+            screen = screen_of(pilot)
+            hints_line = screen.query_one(HintsLine)
+            await until(
+                pilot,
+                lambda: any(h.rule.value == "death-line" for h in hints_line._shown or ()),
+                "the death-line hint",
+            )
+            [death] = [h for h in hints_line._shown or () if h.rule.value == "death-line"]
+            assert any(line.split(".")[0] in e for e in death.evidence)
+    finally:
+        server.kill()

@@ -64,7 +64,7 @@ async def test_starting_while_loading(tmp_path: Path, servers: list[Server]) -> 
     log = tmp_path / "serve.log"
     server = Server(log, load=60)
     servers.append(server)
-    server.wait_for("Load weight begin")
+    server.wait_for("Init torch distributed begin")
     result = await assess_local(local_host(log, server))
     assert result.verdict is Verdict.STARTING, result.summary
     assert "not ready yet (no ready line since this run began at offset 0)" in result.summary
@@ -115,7 +115,7 @@ async def test_no_log_when_the_path_is_gone(tmp_path: Path, servers: list[Server
 async def test_ambiguous_when_two_runs_write_one_log(tmp_path: Path, servers: list[Server]) -> None:
     log = tmp_path / "serve.log"
     servers.extend([Server(log, load=60), Server(log, load=60)])
-    servers[1].wait_for("Load weight begin")
+    servers[1].wait_for("Init torch distributed begin")
     result = await assess_local(local_host(log, *servers))
     assert result.verdict is Verdict.AMBIGUOUS
     assert result.summary.startswith("2 candidate runs: pid ")
@@ -157,7 +157,7 @@ async def test_trap_2_old_sigquit_and_ready_lines_never_make_a_new_run_live_or_f
     time.sleep(1.1)  # the new run's first line falls in a later second than the last old one
     loading = Server(log, load=60)
     servers.append(loading)
-    loading.wait_for("Load weight begin", timeout=20)
+    loading.wait_for("Init torch distributed begin", timeout=20)
     result = await assess_local(local_host(log, first, crashed, loading))
     assert result.verdict is Verdict.STARTING, result.summary
     assert result.ready is not None and result.ready.seen is False
@@ -203,7 +203,7 @@ async def test_a_process_the_probe_cannot_read_is_reported(
     log = tmp_path / "serve.log"
     server = Server(log, load=60)
     servers.append(server)
-    server.wait_for("Load weight begin")
+    server.wait_for("Init torch distributed begin")
     host = local_host(log, server)
     tmp_path.chmod(0o755)
     data = run_agent_as("nobody", "nogroup", probe_request(list(host.services.values())))
@@ -267,7 +267,7 @@ def test_status_cli_text_json_and_exit_codes(
     live, loading = Server(live_log), Server(loading_log, load=60)
     servers.extend([live, loading])
     live.wait_for(READY)
-    loading.wait_for("Load weight begin")
+    loading.wait_for("Init torch distributed begin")
     dead_log.write_text("[2026-05-09 09:22:05] Decode batch, #running-req: 1\n")
     config = tmp_path / "hosts.yaml"
     config.write_text(

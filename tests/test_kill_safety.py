@@ -447,8 +447,15 @@ def test_the_cli_reads_back_the_end_of_a_kill_cut_by_a_drop(
 
 
 def test_a_kill_whose_host_stays_unreachable_is_audited_and_says_where_its_end_is(
-    tmp_path: Path, servers: list[Server], capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    servers: list[Server],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    import tui.ops.kill
+
+    # How long babysit tries to read the end back: the host stays away past any budget.
+    monkeypatch.setattr(tui.ops.kill, "READ_BACK_SLACK", 3.0)
     server = ignoring_server(tmp_path, servers)
     own = start_sshd(tmp_path / "sshd")
     try:

@@ -18,6 +18,7 @@ import psutil
 import pytest
 from support.agent_as import run_agent_as
 from support.servers import REPO, Server, free_port, service_yaml, sim_argv, wait_until
+from support.sshd import Sshd
 
 from tui.cli import main
 from tui.config import Host, parse_config
@@ -241,7 +242,7 @@ async def test_a_deleted_log_behind_a_folder_link_is_still_said_stale(
     configured = f"{tmp_path}/logs/serve.log"
     server = Server(real, load=60)
     servers.append(server)
-    server.wait_for("Load weight begin")
+    server.wait_for("Init torch distributed begin")
     old_inode = real.stat().st_ino
     real.unlink()
     real.write_text("")
@@ -272,6 +273,33 @@ def test_relaunch_refuses_beside_a_run_that_writes_the_log_through_a_link(
         assert main(["relaunch", "h/s", "--config", str(config)]) == 2
         assert "has a run: LIVE" in capsys.readouterr().err
         assert real.stat().st_ino == inode  # the live run's log was not renamed away
+    finally:
+        for proc in psutil.process_iter(["cmdline"]):
+            if proc.info["cmdline"] == ["sleep", marker]:
+                proc.kill()
+
+
+def test_relaunch_rotates_the_file_a_linked_log_path_names_and_keeps_the_link(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    real = tmp_path / "data" / "serve.log"
+    real.parent.mkdir()
+    real.write_text("the last run's lines\n")
+    link = tmp_path / "serve.log"
+    link.symlink_to(real)
+    marker = str(1000 + free_port())
+    config = tmp_path / "hosts.yaml"
+    config.write_text(
+        "hosts:\n  h:\n    local: true\n    services:\n"
+        + service("s", link, engine="sglang", launch={"command": ["sleep", marker]})
+    )
+    try:
+        assert main(["relaunch", "h/s", "--config", str(config)]) == 0, capsys.readouterr()
+        assert link.is_symlink() and link.resolve() == real  # the link is left as it was
+        [rotated] = real.parent.glob("serve.log.*")
+        assert rotated.read_text() == "the last run's lines\n"
+        wait_until(lambda: "babysit run=" in real.read_text(), 10, "the marker line")
+        assert "the last run's lines" not in real.read_text()
     finally:
         for proc in psutil.process_iter(["cmdline"]):
             if proc.info["cmdline"] == ["sleep", marker]:
@@ -387,17 +415,28 @@ async def test_an_unreadable_log_is_that_services_unknown_alone(
 # ---------------------------------------------------------------- 11: babysit's own descriptors
 
 
+@pytest.mark.parametrize("kind", ["local", "ssh", "pct"])
 def test_babysit_holding_the_log_for_its_own_stderr_is_not_a_run(
-    tmp_path: Path, servers: list[Server]
+    kind: str, sshd: Sshd, tmp_path: Path, servers: list[Server]
 ) -> None:
+    """Over ssh and pct the agent's own parents are sshd's, not babysit: the request says
+    which processes are babysit's, and the agent checks them on the same boot."""
     log = tmp_path / "serve.log"
     server = Server(log)
     servers.append(server)
     server.wait_for(READY)
+    sshd.add_container(105)
+    reach = {
+        "local": "gpu:\n  local: true\n",
+        "ssh": sshd.host_yaml("gpu"),
+        "pct": sshd.pct_host_yaml("gpu", 105),
+    }[kind]
+    entry_text = service("s", log, engine="sglang", port=server.port).strip()
     config = tmp_path / "hosts.yaml"
     config.write_text(
-        "hosts:\n  gpu:\n    local: true\n    services:\n"
-        + service("s", log, engine="sglang", port=server.port)
+        "hosts:\n"
+        + "".join(f"  {line}\n" for line in reach.splitlines())
+        + f"    services:\n      {entry_text}\n"
     )
     env = dict(os.environ, PYTHONPATH=str(REPO))
     done = subprocess.run(

@@ -57,6 +57,8 @@ class ServiceReport:
     #: The sample read from the /metrics page (``metrics: prometheus``), with the rates
     #: its counters gave since the previous scrape of this run (see PrometheusReaders).
     prometheus_sample: MetricSample | None = None
+    #: The current run's first death line in the log's tail (a hint of its own).
+    death: DeathLine | None = None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -165,7 +167,7 @@ def build_report(
         reported = parse_reported(details.args_line) if details.args_line else None
         launch = launch_diff(intended, list(run.root.cmdline), reported, engine=metrics_engine)
     found_hints = tuple(hints(metrics, launch=launch, gpus=gpus, death=death))
-    return ServiceReport(assessment, metrics, launch, gpus, found_hints, sample)
+    return ServiceReport(assessment, metrics, launch, gpus, found_hints, sample, death)
 
 
 def _int(value: object) -> int | None:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import os
 import secrets
 import time
 from collections.abc import AsyncIterator
@@ -249,33 +248,11 @@ def new_kill_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(4)
 
 
-def client_chain() -> dict[str, object]:
-    """This machine's boot id and babysit's own process with every process above it:
-    when the host is this machine, none of them is ever signalled."""
-    processes = []
-    pid = os.getpid()
-    seen = set()
-    while pid > 1 and pid not in seen:
-        seen.add(pid)
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as handle:
-                fields = handle.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            break
-        processes.append([pid, int(fields[19])])
-        pid = int(fields[1])
-    try:
-        with open("/proc/sys/kernel/random/boot_id") as handle:
-            boot_id = handle.read().strip()
-    except OSError:
-        boot_id = ""
-    return {"boot_id": boot_id, "processes": processes}
-
-
 def kill_request(
-    target: KillTarget, grace: float, kill_id: str, client: dict[str, object]
+    target: KillTarget, grace: float, kill_id: str
 ) -> dict[str, object]:
-    """The agent's kill arguments: the one place they are built."""
+    """The agent's kill arguments: the one place they are built (who asks is added to
+    every request: see tui.remote.agentcall.client_chain)."""
     return {
         "mode": "kill",
         "kill_id": kill_id,
@@ -285,7 +262,6 @@ def kill_request(
         "port": target.port,
         "gpus": list(target.gpus),
         "max_processes": target.max_processes,
-        "client": client,
         "targets": [{"pid": pid, "start_ticks": ticks} for pid, ticks in target.processes],
     }
 
@@ -304,9 +280,7 @@ async def kill_run(
     """Kill ``target`` on the host, yielding each step; the last event is ``done`` or
     ``refused`` (``unknown`` when the channel was lost and the end could not be read back)."""
     check_grace(grace)
-    request = kill_request(
-        target, grace, kill_id or new_kill_id(), await asyncio.to_thread(client_chain)
-    )
+    request = kill_request(target, grace, kill_id or new_kill_id())
     pids = {pid for pid, _ in target.processes}
     seen: set[int] = set()
     path = record_path(request)

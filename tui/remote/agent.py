@@ -1349,7 +1349,7 @@ def matches_launch(cmdline, launch):
 class ProcessView(object):
     """One consistent look at the host's processes, with per-pid caches for this probe."""
 
-    def __init__(self):
+    def __init__(self, client=None):
         self.boot_id, self.btime, self.hz = boot_facts()
         self.table = process_table()
         self.me = os.getpid()
@@ -1368,7 +1368,15 @@ class ProcessView(object):
         while pid > 1 and pid in self.table and pid not in self.chain:
             self.chain.append(pid)
             pid = self.table[pid]["ppid"]
-        self.own = set(self.chain)
+        # The babysit that asks, and what is above it, when it runs on this very host
+        # (same boot; each pid still with the start it had there).
+        self.client = []
+        if client and client.get("boot_id") == self.boot_id:
+            for pid, ticks in client.get("processes") or []:
+                info = self.table.get(pid)
+                if info is not None and info["start_ticks"] == ticks:
+                    self.client.append(pid)
+        self.own = set(self.chain) | set(self.client)
 
     def listening(self, port):
         """{socket inode: owner uid} of the sockets listening on ``port``."""
@@ -1628,7 +1636,7 @@ def reason_of(error):
 
 
 def probe(args):
-    view = ProcessView()
+    view = ProcessView(args.get("client"))
     services = args.get("services", [])
     entries = []
     for service in services:
@@ -1951,16 +1959,13 @@ def prune_kill_records(folder):
             pass
 
 
-def own_processes(view, client):
+def own_processes(view):
     """{pid: what it is} for babysit's own processes here: babysit and what is above it
     when the caller runs on this very machine; this agent and every process above it (the
     shells, the sshd session or pct exec that carry its channel); babysit's other agents."""
     own = {}
-    if client and client.get("boot_id") == view.boot_id:
-        for pid, ticks in client.get("processes") or []:
-            info = view.table.get(pid)
-            if info is not None and info["start_ticks"] == ticks:
-                own[pid] = "babysit itself, or a process above it (its shell or terminal)"
+    for pid in view.client:
+        own[pid] = "babysit itself, or a process above it (its shell or terminal)"
     for pid in view.chain:
         own.setdefault(
             pid,
@@ -1992,7 +1997,7 @@ def kill_refusal(args, view):  # noqa: PLR0911 - one return per reason
             "pid 1 is init (the first process of this host or container): babysit never "
             "signals it" + nothing
         )
-    own = own_processes(view, args.get("client"))
+    own = own_processes(view)
     for pid, ticks in targets:
         info = view.table.get(pid)
         if pid in own and info is not None and info["start_ticks"] == ticks:
@@ -2034,7 +2039,7 @@ def kill(args):
     by a detached worker (see above) and this process relays its steps."""
     path = kill_record_path(args)
     header = {"kill_id": args.get("kill_id"), "targets": args["targets"], "port": args.get("port")}
-    refused = kill_refusal(args, ProcessView())
+    refused = kill_refusal(args, ProcessView(args.get("client")))
     if refused is not None:
         log = KillLog(path, header, out_fd=1)
         log.emit("refused", reason=refused)
@@ -2261,9 +2266,16 @@ def alive(args):
 
 
 def rotate_log(path, keep):
-    """Rename the log to ``<log>.<YYYYmmdd-HHMMSS>`` and keep the newest ``keep`` of those."""
+    """Rename the log to ``<log>.<YYYYmmdd-HHMMSS>`` and keep the newest ``keep`` of those.
+
+    A log path that is a symlink (or lies in a linked folder) names the file it
+    resolves to: that file is rotated beside itself, and the link is kept, so the
+    new run's log is again where the link points."""
     if not os.path.lexists(path):
         return None
+    path = os.path.realpath(path)
+    if not os.path.exists(path):
+        return None  # a dangling link: nothing to rotate; the launch writes its target
     stamp = time.strftime("%Y%m%d-%H%M%S")
     target = "%s.%s" % (path, stamp)
     n = 1

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import secrets
 import sys
 import zlib
@@ -90,10 +91,36 @@ def start_mark(nonce: str) -> bytes:
     return b"\x1e" + AGENT_MARK.encode() + b":" + nonce.encode() + b"\n"
 
 
+@lru_cache(maxsize=1)
+def client_chain() -> dict[str, object]:
+    """This machine's boot id, and babysit's own process with every process above it
+    as (pid, start ticks): when the host is this machine, the agent never takes any of
+    them for a server, nor signals one. Read once: babysit's ancestors stay, and one
+    that went is told by its start ticks on the host."""
+    processes = []
+    pid = os.getpid()
+    while pid > 1 and all(pid != p for p, _ in processes):
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            break
+        processes.append((pid, int(fields[19])))
+        pid = int(fields[1])
+    try:
+        boot_id = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        boot_id = ""
+    return {"boot_id": boot_id, "processes": processes}
+
+
 def agent_input(args: dict[str, object]) -> tuple[bytes, str]:
-    """What the agent's stdin must begin with to run ``args``, and the call's nonce."""
+    """What the agent's stdin must begin with to run ``args``, and the call's nonce.
+    Every request says who asks (:func:`client_chain`)."""
     nonce = secrets.token_hex(8)
-    request = json.dumps({**args, "nonce": nonce}, separators=(",", ":")).encode("utf-8")
+    request = json.dumps(
+        {**args, "nonce": nonce, "client": client_chain()}, separators=(",", ":")
+    ).encode("utf-8")
     source = agent_source()
     return b"%d %d\n" % (len(source), len(request)) + source + request, nonce
 

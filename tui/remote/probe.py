@@ -17,7 +17,7 @@ from tui.core.metrics import PrometheusReaders
 from tui.core.report import ProbeDetails, ServiceReport, build_report
 from tui.core.runs import Assessment, ServiceProbe, assess, unknown
 from tui.errors import CommandTimeout, TransportError
-from tui.remote.agentcall import run_agent, stream_agent
+from tui.remote.agentcall import client_chain, run_agent, stream_agent
 from tui.remote.transport import Completed, RemoteProcess, Transport
 
 PROBE_TIMEOUT = 20.0
@@ -133,7 +133,8 @@ class ProbeChannel:
                 raise
 
     async def _ask(self, request: dict[str, object]) -> Completed:
-        line = json.dumps(request, separators=(",", ":")).encode() + b"\n"
+        text = json.dumps({**request, "client": client_chain()}, separators=(",", ":"))
+        line = text.encode() + b"\n"
         if self._agent is not None:
             # An agent that ended since the last answer (its container stopped, someone
             # killed it) is started again; what a fresh one says is the answer.

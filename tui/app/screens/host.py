@@ -331,7 +331,10 @@ class HostScreen(Screen[None]):
         )
         report = self.report
         found = hints(
-            snapshot, launch=report.launch if report else None, gpus=report.gpus if report else None
+            snapshot,
+            launch=report.launch if report else None,
+            gpus=report.gpus if report else None,
+            death=report.death if report else None,
         )
         gpus = report.gpus if report else None
         # Say why GPU use is not tied to this run (no nvidia-smi, host PIDs in a
