@@ -20,10 +20,16 @@ REPO = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(autouse=True)
 def state_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
-    """Run records and the audit log go to the test's own folders, never the user's."""
-    dirs = {"host": tmp_path / "host-state", "local": tmp_path / "local-state"}
+    """Run records, the audit log and the sims' GPU registry go to the test's own
+    folders, never the user's nor another test's (tests may run side by side)."""
+    dirs = {
+        "host": tmp_path / "host-state",
+        "local": tmp_path / "local-state",
+        "sim": tmp_path / "sim-state",
+    }
     monkeypatch.setenv("BABYSIT_HOST_STATE", str(dirs["host"]))
     monkeypatch.setenv("BABYSIT_STATE", str(dirs["local"]))
+    monkeypatch.setenv("BABYSIT_SIM_STATE", str(dirs["sim"]))
     return dirs
 
 

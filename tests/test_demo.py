@@ -14,6 +14,7 @@ import fcntl
 import json
 import os
 import pty
+import shutil
 import signal
 import struct
 import subprocess
@@ -49,16 +50,21 @@ def wait_for(check, timeout: float, what: str, step: float = 0.05):
 
 @pytest.fixture
 def demo_env(tmp_path: Path) -> Iterator[dict[str, str]]:
-    """The environment for `babysit demo`: pointers and temporary folders in tmp_path.
-    Teardown stops whatever a failed test may have left running."""
-    (tmp_path / "tmp").mkdir()
+    """The environment for `babysit demo`: pointers in tmp_path, and a short temporary
+    folder of its own (the screens show the demo's log paths whole only while they fit,
+    and a test's tmp_path can be long). Teardown stops whatever a failed test left."""
+    short = Path(tempfile.mkdtemp(prefix="bsdemo-"))
     env = dict(os.environ)
     env["BABYSIT_DEMO_STATE"] = str(tmp_path / "demo-state")
-    env["TMPDIR"] = str(tmp_path / "tmp")
+    env["TMPDIR"] = str(short)
     env["TERM"] = "xterm-256color"
     env.pop("NO_COLOR", None)
+    # Textual takes COLUMNS and LINES over the terminal's own size; a test runner may set them.
+    env.pop("COLUMNS", None)
+    env.pop("LINES", None)
     yield env
     babysit("demo", "--stop", env=env)
+    shutil.rmtree(short, ignore_errors=True)
 
 
 def demo_folders(env: dict[str, str]) -> list[Path]:

@@ -39,36 +39,33 @@ def services_for(tmp_path: Path, *names: str) -> list[Service]:
     return list(parse_config(text).hosts["gpu"].services.values())
 
 
-def serving_agents() -> list[psutil.Process]:
-    """Live agents on this machine (ours, whatever the transport): the python3 processes
-    whose command line is the agent's bootstrap (requests travel on stdin, so the mode is
-    not in it; the tests that call this run no other agent meanwhile)."""
-    found = []
-    for process in psutil.process_iter(["cmdline"]):
-        cmdline = process.info["cmdline"] or []
-        if cmdline[-2:] == ["-c", BOOTSTRAP]:
-            found.append(process)
-    return found
+async def ask(channel: ProbeChannel, services: list[Service]) -> tuple[list[str], int]:
+    """The names the answer is about, and the pid of the agent that gave it."""
+    answer = await channel.ask(probe_request(services), timeout=20)
+    assert answer.ok, answer.stderr
+    data = json.loads(answer.stdout)
+    return [entry["name"] for entry in data["services"]], data["agent_pid"]
 
 
 async def ask_names(channel: ProbeChannel, services: list[Service]) -> list[str]:
-    answer = await channel.ask(probe_request(services), timeout=20)
-    assert answer.ok, answer.stderr
-    return [entry["name"] for entry in json.loads(answer.stdout)["services"]]
+    return (await ask(channel, services))[0]
 
 
 async def test_one_agent_answers_every_refresh_and_ends_on_close(
     transport: Transport, tmp_path: Path
 ) -> None:
     services = services_for(tmp_path, "a", "b", "c")
-    before = {p.pid for p in serving_agents()}
     channel = ProbeChannel(transport)
+    pids = set()
     try:
         for chosen in (services, services[1:], services[:1], services):
-            assert await ask_names(channel, chosen) == [s.name for s in chosen]
+            names, pid = await ask(channel, chosen)
+            assert names == [s.name for s in chosen]
+            pids.add(pid)
         assert channel.starts == 1
-        mine = [p for p in serving_agents() if p.pid not in before]
-        assert len(mine) == 1
+        assert len(pids) == 1  # one agent gave every answer
+        mine = [psutil.Process(pid) for pid in pids]
+        assert BOOTSTRAP in mine[0].cmdline()
     finally:
         await channel.close()
     psutil.wait_procs(mine, timeout=5)
@@ -79,11 +76,12 @@ async def test_an_agent_killed_between_refreshes_is_started_again(
     transport: Transport, tmp_path: Path
 ) -> None:
     services = services_for(tmp_path, "a")
-    before = {p.pid for p in serving_agents()}
     channel = ProbeChannel(transport)
     try:
-        assert await ask_names(channel, services) == ["a"]
-        (agent,) = [p for p in serving_agents() if p.pid not in before]
+        names, pid = await ask(channel, services)
+        assert names == ["a"]
+        agent = psutil.Process(pid)
+        assert BOOTSTRAP in agent.cmdline()
         agent.kill()
         agent.wait(5)
         assert await ask_names(channel, services) == ["a"]

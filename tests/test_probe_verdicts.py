@@ -86,6 +86,7 @@ class ServerAs(Server):
         self.log = log
         self.port = free_port()
         env = dict(os.environ, PYTHONPATH=str(REPO), HOME="/")
+        env.pop("BABYSIT_SIM_STATE")  # the test's folder is not this user's: its own default
         with log.open("ab") as out:
             self.proc = subprocess.Popen(
                 [

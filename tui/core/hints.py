@@ -32,6 +32,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tui.core.engines import death_lines
 from tui.core.gpu import ServiceGpus
 from tui.core.launch import LaunchDiff, reported_speculative
 from tui.core.metrics import Metric, SeriesPoint, ServiceMetrics, Unit
@@ -76,6 +77,28 @@ class DeathLine:
     text: str
     offset: int | None
     running: bool
+
+
+class DeathWatch:
+    """The current run's first death line, over a log's lines in order. The report
+    (over the log's tail) and the host screen (over the lines it follows) both keep one,
+    so a death line is told the same way wherever it is read."""
+
+    def __init__(self, engine: str) -> None:
+        self._needles = death_lines(engine)
+        self._first: tuple[str, int | None] | None = None
+
+    def feed(self, text: str, offset: int | None) -> None:
+        if self._first is None and any(needle in text for needle in self._needles):
+            self._first = (text, offset)
+
+    def new_run(self) -> None:
+        """A run began: what the earlier one printed is not its."""
+        self._first = None
+
+    def line(self, *, running: bool) -> DeathLine | None:
+        """The death line, if any; ``running``: a process of the run still writes the log."""
+        return DeathLine(*self._first, running=running) if self._first else None
 
 
 @dataclass(frozen=True)

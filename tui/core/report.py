@@ -14,9 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
-from tui.core.engines import death_lines
 from tui.core.gpu import ServiceGpus, attribute, gpu_values, read_apps, read_gpus
-from tui.core.hints import DeathLine, Hint, hints
+from tui.core.hints import DeathWatch, Hint, hints
 from tui.core.launch import LaunchDiff, launch_diff, parse_reported
 from tui.core.metrics import (
     Engine,
@@ -57,8 +56,6 @@ class ServiceReport:
     #: The sample read from the /metrics page (``metrics: prometheus``), with the rates
     #: its counters gave since the previous scrape of this run (see PrometheusReaders).
     prometheus_sample: MetricSample | None = None
-    #: The current run's first death line in the log's tail (a hint of its own).
-    death: DeathLine | None = None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -67,6 +64,17 @@ class ServiceReport:
             "gpus": self.gpus.to_json() if self.gpus is not None else None,
             "hints": [h.to_json() for h in self.hints],
         }
+
+
+def run_writes_log(assessment: Assessment) -> bool:
+    """Whether the assessed run writes the file now at the log's path."""
+    run, log = assessment.run, assessment.log
+    return (
+        run is not None
+        and log is not None
+        and log.exists
+        and run.writes(log.dev or 0, log.inode or 0)
+    )
 
 
 def log_lines(details: ProbeDetails, since: int | None) -> list[tuple[str, int]]:
@@ -108,25 +116,18 @@ def build_report(
     series (the page is); its run boundaries still count."""
     now = assessment.checked_at
     run = assessment.run
-    writes_log = (
-        run is not None
-        and assessment.log is not None
-        and assessment.log.exists
-        and run.writes(assessment.log.dev or 0, assessment.log.inode or 0)
-    )
+    writes_log = run_writes_log(assessment)
     anchor = run.ready.anchor if writes_log and run is not None and run.ready else None
     metrics_engine = Engine.of(engine) if engine in ("sglang", "vllm") else None
     scanner = LogScanner(metrics_engine)
     store = SeriesStore()
     name = assessment.service
-    deaths = death_lines(engine)
-    death: DeathLine | None = None  # the current run's first death line
+    deaths = DeathWatch(engine)
     for text, offset in log_lines(details, anchor):
         found = scanner.feed(text, offset)
-        if death is None and any(d in text for d in deaths):
-            death = DeathLine(text, offset, running=writes_log)
+        deaths.feed(text, offset)
         if isinstance(found, RunEvent) and found.kind is RunEventKind.STARTED:
-            death = None  # a new run began: what the earlier one printed is not its
+            deaths.new_run()
             store.begin_run(name, found.run)
         elif isinstance(found, MetricSample) and log_metrics:
             store.add_sample(name, found, utc_offset=assessment.utc_offset)
@@ -166,8 +167,9 @@ def build_report(
     if run is not None:
         reported = parse_reported(details.args_line) if details.args_line else None
         launch = launch_diff(intended, list(run.root.cmdline), reported, engine=metrics_engine)
+    death = deaths.line(running=writes_log)
     found_hints = tuple(hints(metrics, launch=launch, gpus=gpus, death=death))
-    return ServiceReport(assessment, metrics, launch, gpus, found_hints, sample, death)
+    return ServiceReport(assessment, metrics, launch, gpus, found_hints, sample)
 
 
 def _int(value: object) -> int | None:

@@ -1657,6 +1657,7 @@ def probe(args):
         "utc_offset": time.localtime().tm_gmtoff,
         "uid": os.getuid(),
         "hostname": os.uname()[1],
+        "agent_pid": os.getpid(),
         "services": entries,
     }
 

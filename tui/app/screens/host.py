@@ -56,7 +56,7 @@ from tui.app.widgets.search_bar import SearchBar
 from tui.config import Host, MetricsSource, Service
 from tui.core.follow import FileInfo
 from tui.core.gpu import Attribution, gpu_values
-from tui.core.hints import hints
+from tui.core.hints import DeathWatch, hints
 from tui.core.logcursor import EventKind, EventRow, LogCursor, LogEvent, LogLine, Row
 from tui.core.metrics import Engine as MetricsEngine
 from tui.core.metrics import (
@@ -66,7 +66,7 @@ from tui.core.metrics import (
     RunEventKind,
     SeriesStore,
 )
-from tui.core.report import ServiceReport
+from tui.core.report import ServiceReport, run_writes_log
 from tui.core.runs import Assessment, Run, Verdict, unknown
 from tui.core.sanitize import printable
 from tui.errors import BabysitError
@@ -205,6 +205,7 @@ class HostScreen(Screen[None]):
         # scanner marks run boundaries so one series never spans two runs.
         engine = service.engine.value
         self.scanner = LogScanner(MetricsEngine.of(engine) if engine != "generic" else None)
+        self.deaths = DeathWatch(engine)
         #: For ``metrics: prometheus`` the metrics come from each report's /metrics
         #: sample (its rates made by the readers the app keeps), not from log lines.
         self.prometheus = service.metrics is MetricsSource.PROMETHEUS
@@ -334,7 +335,9 @@ class HostScreen(Screen[None]):
             snapshot,
             launch=report.launch if report else None,
             gpus=report.gpus if report else None,
-            death=report.death if report else None,
+            death=self.deaths.line(
+                running=self.assessment is not None and run_writes_log(self.assessment)
+            ),
         )
         gpus = report.gpus if report else None
         # Say why GPU use is not tied to this run (no nvidia-smi, host PIDs in a
@@ -375,10 +378,12 @@ class HostScreen(Screen[None]):
             if not isinstance(row, LogLine):
                 continue
             found = self.scanner.feed(row.text, row.offset)
+            self.deaths.feed(row.text, row.offset)
             if isinstance(found, MetricSample):
                 if not self.prometheus:
                     samples += self.series.add_sample(name, found, utc_offset=offset) > 0
             elif isinstance(found, RunEvent) and found.kind is RunEventKind.STARTED:
+                self.deaths.new_run()
                 self.series.begin_run(name, found.run)
         return samples
 
