@@ -22,12 +22,12 @@ import sys
 import tempfile
 import termios
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
+from support.wait import wait_until
 
 from tui.demo.fleet import start_ticks
 from tui.demo.stories import STORIES
@@ -37,15 +37,7 @@ BABYSIT = [str(BIN)] if BIN.exists() else [sys.executable, "-m", "tui"]
 EXPECTED = {story.name: story.expected.value for story in STORIES}
 
 
-def wait_for(check, timeout: float, what: str, step: float = 0.05):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(step)
+wait_for = wait_until  # the one wait helper, under the name this module's tests use
 
 
 @pytest.fixture

@@ -1073,31 +1073,33 @@ class VLLM(Engine):
                 proc="engine",
                 level="ERROR",
             )
-            handler = [
-                (
-                    "vllm/v1/engine/async_llm.py",
-                    439,
-                    "output_handler",
-                    "outputs = await engine_core.get_output_async()",
-                ),
-                (
-                    "vllm/v1/engine/core_client.py",
-                    846,
-                    "get_output_async",
-                    "raise self._format_exception(outputs) from None",
-                ),
-            ]
-            self.log(
-                "output_handler",
-                "AsyncLLM output_handler failed.\n"
-                + self._frames(
-                    handler,
-                    "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an "
-                    "issue. See stack trace (above) for the root cause.",
-                ),
-                level="ERROR",
+            self._output_handler_failed(
+                "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an "
+                "issue. See stack trace (above) for the root cause."
             )
         self._serving_ended()
+
+    def _output_handler_failed(self, error: str) -> None:
+        """The API server's output handler fails once the engine core is gone (0.11 on)."""
+        handler = [
+            (
+                "vllm/v1/engine/async_llm.py",
+                439,
+                "output_handler",
+                "outputs = await engine_core.get_output_async()",
+            ),
+            (
+                "vllm/v1/engine/core_client.py",
+                846,
+                "get_output_async",
+                "raise self._format_exception(outputs) from None",
+            ),
+        ]
+        self.log(
+            "output_handler",
+            "AsyncLLM output_handler failed.\n" + self._frames(handler, error),
+            level="ERROR",
+        )
 
     def _serving_ended(self) -> None:
         """Requests in flight fail; the watchdog (every 5 s) then shuts uvicorn down."""
@@ -1118,27 +1120,8 @@ class VLLM(Engine):
                 proc="engine",
                 level="ERROR",
             )
-            handler = [
-                (
-                    "vllm/v1/engine/async_llm.py",
-                    439,
-                    "output_handler",
-                    "outputs = await engine_core.get_output_async()",
-                ),
-                (
-                    "vllm/v1/engine/core_client.py",
-                    846,
-                    "get_output_async",
-                    "raise self._format_exception(outputs) from None",
-                ),
-            ]
-            self.log(
-                "output_handler",
-                "AsyncLLM output_handler failed.\n"
-                + self._frames(
-                    handler, "RuntimeError: Engine core process EngineCore died unexpectedly."
-                ),
-                level="ERROR",
+            self._output_handler_failed(
+                "RuntimeError: Engine core process EngineCore died unexpectedly."
             )
         else:
             self.log(
