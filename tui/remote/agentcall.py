@@ -47,9 +47,8 @@ AGENT_MARK = "babysit-agent"
 
 # Reads "<n> <m>\n", then n bytes of compressed source and m bytes of request, straight
 # from fd 0 (no buffering, so what follows on stdin stays for the agent), and runs the
-# source as __main__ with the request as its only argument. No single quote in it: a
-# shell's quoting leaves it whole, so it is found in the login shell's command line too.
-BOOTSTRAP = f"""import os,sys
+# source as __main__ with the request as its only argument.
+_BOOT_CODE = f"""import os,sys
 def r(n):
  b=b""
  while len(b)<n:
@@ -65,6 +64,11 @@ sys.argv=["{AGENT_MARK}",r(q).decode("utf-8")]
 import zlib
 exec(compile(zlib.decompress(src),"{AGENT_MARK}","exec"))
 """
+#: The agent's ``-c`` text: one line, with no single quote, so every shell on the way
+#: keeps it whole (and it is found whole in the login shell's command line too).
+BOOTSTRAP = (
+    'exec("' + _BOOT_CODE.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '")'
+)
 
 #: The exit status of a bootstrap whose stdin ended before the agent arrived.
 EXIT_NO_INPUT = 70
