@@ -391,6 +391,28 @@ def test_agent_copytruncate_sends_the_unread_part_from_the_copy(tmp_path: Path) 
     )
 
 
+def test_the_copy_is_found_among_many_old_ones_and_a_fifo_never_blocks(tmp_path: Path) -> None:
+    """dateext rotation leaves dozens of older copies; a FIFO named like the log is no copy."""
+    log = tmp_path / "a.log"
+    log.write_bytes(numbered("before", 0, 10).encode())
+    for day in range(1, 80):  # older copies, whose names sort before the new one
+        old = tmp_path / f"a.log-2026{day:04d}"
+        old.write_bytes(b"an older run\n")
+        os.utime(old, (1_700_000_000 + day, 1_700_000_000 + day))
+    os.mkfifo(tmp_path / "a.log.pipe")
+    copy = tmp_path / "a.log-20991231"
+
+    def copytruncate() -> None:
+        append(log, numbered("unread", 0, 5))
+        shutil.copyfile(log, copy)
+        os.truncate(log, 0)
+        append(log, numbered("after", 0, 2))
+
+    frames = run_agent_steps(log, {"from_start": True}, [copytruncate])
+    cut = next(f for f in frames if f.kind == "truncated")
+    assert cut.fields["copy"] == str(copy)
+
+
 def test_a_cut_without_a_copy_says_the_old_size_is_not_known(tmp_path: Path) -> None:
     """babysit's own offset is how much it read, not how big the file was when cut."""
     from tui.core.follow import FollowState

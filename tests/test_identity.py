@@ -329,8 +329,11 @@ async def test_probes_running_at_once_never_take_each_other_for_the_run(
     assert all(not r.others for r in results), [r.line for r in results]
 
 
-async def test_an_unreadable_answer_is_unknown_not_a_crash(tmp_path: Path) -> None:
-    """The agent's output is not JSON (say, a shell profile printed a banner)."""
+@pytest.mark.parametrize("started", [True, False])
+async def test_an_unreadable_answer_is_unknown_not_a_crash(tmp_path: Path, started: bool) -> None:
+    """The agent's output is not JSON; or something else ran in its place and printed a
+    banner (a forced command): UNKNOWN with what was seen, never a crash."""
+    from tui.remote.agentcall import start_mark
     from tui.remote.probe import report_host
     from tui.remote.transport import Completed, Transport
 
@@ -338,7 +341,12 @@ async def test_an_unreadable_answer_is_unknown_not_a_crash(tmp_path: Path) -> No
         chain = ("local",)
 
         async def run(self, argv, *, timeout, stdin=None):
-            return Completed(tuple(argv), 0, b"Welcome to the GPU box!\n{not json", b"")
+            assert stdin is not None
+            header, _, rest = stdin.partition(b"\n")
+            size, _ = (int(x) for x in header.split())
+            nonce = json.loads(rest[size:])["nonce"]
+            mark = start_mark(nonce) if started else b""
+            return Completed(tuple(argv), 0, b"Welcome to the GPU box!\n" + mark + b"{no", b"")
 
         def stream(self, argv, *, stdin=False):
             raise NotImplementedError
@@ -346,4 +354,8 @@ async def test_an_unreadable_answer_is_unknown_not_a_crash(tmp_path: Path) -> No
     host = local_host(tmp_path / "x.log")
     (report,) = await report_host(Garbled(), host)
     assert report.assessment.verdict is Verdict.UNKNOWN
-    assert "the probe's answer was unreadable" in report.assessment.summary
+    if started:
+        assert "the probe's answer was unreadable" in report.assessment.summary
+    else:
+        assert "the agent did not start" in report.assessment.summary
+        assert "printed 'Welcome to the GPU box!…'" in report.assessment.summary

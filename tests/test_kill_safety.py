@@ -665,3 +665,28 @@ def test_stop_grace_in_hosts_yaml_is_checked_the_same_way(value: str) -> None:
     )
     with pytest.raises(ConfigError, match=r"stop_grace.*more than 0 and at most 3600"):
         parse_config(text)
+
+
+async def test_a_kill_whose_channel_never_opened_does_not_say_it_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No step was seen: the kill may never have reached the host, and babysit says so
+    rather than that it goes on there."""
+    import tui.ops.kill
+
+    monkeypatch.setattr(tui.ops.kill, "READ_BACK_SLACK", 1.0)
+    text = (
+        f"hosts:\n  h:\n    ssh: root@127.0.0.1:{free_port()}\n    connect_timeout: 1\n"
+        "    services:\n      qwen: {engine: sglang, log: /x.log}\n"
+    )
+    host = parse_config(text).hosts["h"]
+    links = SshLinks()
+    try:
+        target = KillTarget("boot", ((4_000_000, 1),), None)
+        events = [e async for e in kill_run(open_transport(host, links), target, grace=1)]
+    finally:
+        await links.close()
+    assert [e.kind for e in events] == ["lost", "unknown"]
+    assert "may not have started" in events[0].message
+    assert "most likely never started" in events[1].message
+    assert "goes on on the host" not in " ".join(e.message for e in events)

@@ -198,6 +198,9 @@ async def test_last_years_yearless_lines_never_count_for_a_loading_run(
     argv[argv.index("--") : argv.index("--")] = ["--engine-version", "0.7.3"]
     server = HeldServer(log, argv, port)
     servers.append(server)
+    # Its first line in a later second than its start: a line of the very second the
+    # process started, after another run's, could be either run's (ready unknown).
+    time.sleep(1.1)
     server.go()
     wait_until(
         lambda: "vLLM API server version" in log.read_text()[len(earlier) :], 20, "a first line"
@@ -459,3 +462,33 @@ def test_babysit_holding_the_log_for_its_own_stderr_is_not_a_run(
     entry = json.loads(done.stdout)["services"][0]
     assert entry["verdict"] == "live", entry["summary"]
     assert done.returncode == 0
+
+
+def test_a_line_of_the_start_second_after_another_runs_is_not_taken_for_this_runs(
+    tmp_path: Path,
+) -> None:
+    """Stamps are whole seconds: an older run's ready line stamped in the second the new
+    run started (it ended then) must not become the new run's anchor."""
+    from tui.remote import agent
+
+    s = int(time.time()) - 100
+
+    def stamp(t: float) -> bytes:
+        return time.strftime("[%Y-%m-%d %H:%M:%S]", time.localtime(t)).encode()
+
+    data = (
+        stamp(s - 5) + b" an older run's line\n"
+        + stamp(s) + b" The server is fired up and ready to roll!\n"
+        + stamp(s + 1) + b" the new run's first line\n"
+    )  # fmt: skip
+    log = tmp_path / "serve.log"
+    log.write_bytes(data)
+    fd = os.open(log, os.O_RDONLY)
+    try:
+        at, how = agent.find_anchor(fd, len(data), s + 0.7, time.time(), None)
+        assert at is None and "share the start's second" in how
+        # A line stamped after that second is this run's, as before.
+        at, how = agent.find_anchor(fd, len(data), s + 0.7 - 1, time.time(), None)
+        assert at is not None
+    finally:
+        os.close(fd)

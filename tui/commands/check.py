@@ -23,7 +23,7 @@ from tui.config import Host, load_config
 from tui.core.sanitize import printable
 from tui.core.units import human_size
 from tui.errors import TransportError
-from tui.remote.agentcall import Preamble, chatter_note
+from tui.remote.agentcall import AGENT_MARK, Preamble, chatter_note
 
 #: The agent that later issues send to hosts is written for this python3 and newer.
 MIN_PYTHON = (3, 6)
@@ -123,7 +123,9 @@ async def check_host(host: Host) -> CheckReport:
         services = list(host.services.values())
         nonce = secrets.token_hex(8)
         probe = await transport.run(
-            ["sh", "-c", PROBE_SCRIPT, "babysit-check", nonce, *(s.log for s in services)],
+            # Its name carries the agent's mark: a probe running meanwhile never takes
+            # this shell (whose argv holds the log paths) for a server.
+            ["sh", "-c", PROBE_SCRIPT, f"{AGENT_MARK}-check", nonce, *(s.log for s in services)],
             timeout=PROBE_TIMEOUT,
         )
         connect_seconds = time.monotonic() - started

@@ -248,9 +248,7 @@ def new_kill_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(4)
 
 
-def kill_request(
-    target: KillTarget, grace: float, kill_id: str
-) -> dict[str, object]:
+def kill_request(target: KillTarget, grace: float, kill_id: str) -> dict[str, object]:
     """The agent's kill arguments: the one place they are built (who asks is added to
     every request: see tui.remote.agentcall.client_chain)."""
     return {
@@ -315,10 +313,16 @@ async def kill_run(
             title="kill-failed",
         )
     lost = lost or f"{transport.chain_text}: the agent ended before the kill did (exit {status})"
+    # Before its first step the kill may never have reached the host: say only what is known.
+    goes_on = (
+        "the kill goes on on the host without it"
+        if seen
+        else "the kill may not have started on the host"
+    )
     yield KillEvent(
         "lost",
         None,
-        f"{lost}; the kill goes on on the host without it: reading its record {path} …",
+        f"{lost}; {goes_on}: reading its record {path} …",
         {"reason": lost, "record": path},
     )
     record, error = await _read_back(transport, request, time.monotonic() + grace + READ_BACK_SLACK)
@@ -332,6 +336,16 @@ async def kill_run(
         if record is not None
         else f"no record could be read: {error or 'none found'}"
     )
+    if record is None and not seen:
+        yield KillEvent(
+            "unknown",
+            None,
+            f"{transport.chain_text}: the connection was lost as the kill began, and no "
+            f"record of it could be read back ({why}): it most likely never started; "
+            f"check the run (babysit status), and {path} on the host",
+            {"record": path},
+        )
+        return
     yield KillEvent(
         "unknown",
         None,

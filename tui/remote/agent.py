@@ -172,7 +172,12 @@ class Followed(object):
 
 
 def open_file(path):
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0))
+    # O_NONBLOCK: a FIFO where a log was expected must not block the agent (a regular
+    # file's reads ignore the flag).
+    fd = os.open(
+        path,
+        os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0),
+    )
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise IsADirectoryError(path)
@@ -669,8 +674,16 @@ def find_copy(path, exclude, head, anchor, offset):
         names = [n for n in os.listdir(directory) if n != base and n.startswith(base)]
     except OSError:
         return None
+    # Regular files only (opening a FIFO named like the log would block), newest first:
+    # the copy of what was just read is among the latest, however many old ones lie there.
+    found = []
+    for name in names:
+        st = stat_or_none(os.path.join(directory, name))
+        if st is not None and stat.S_ISREG(st.st_mode):
+            found.append((st.st_mtime, name))
+    found.sort(reverse=True)
     best = None
-    for name in sorted(names)[:MAX_COPY_CANDIDATES]:
+    for _, name in found[:MAX_COPY_CANDIDATES]:
         candidate = os.path.join(directory, name)
         try:
             fd = open_file(candidate)
@@ -1101,8 +1114,10 @@ def find_anchor(fd, size, start_time, clock, pid_tag):
     for line in chunk.split(b"\n"):
         ts = line_time(line, clock)
         if ts is not None and ts >= start:
-            if previous_ts is not None and previous_ts == ts:
-                return None, "a line from before the start shares its second"
+            if ts == start and offset > 0:
+                # Stamped in the very second the process started, after other lines:
+                # an older run (ended in that second) may have written it.
+                return None, "a line of another run may share the start's second"
             if offset > 0 and previous_ts is None and low == offset:
                 previous = last_time(os.pread(fd, 4096, max(0, offset - 4096)), clock)
                 if previous is not None and previous >= start:

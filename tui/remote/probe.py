@@ -17,7 +17,7 @@ from tui.core.metrics import PrometheusReaders
 from tui.core.report import ProbeDetails, ServiceReport, build_report
 from tui.core.runs import Assessment, ServiceProbe, assess, unknown
 from tui.errors import CommandTimeout, TransportError
-from tui.remote.agentcall import client_chain, run_agent, stream_agent
+from tui.remote.agentcall import chatter_note, client_chain, run_agent, stream_agent
 from tui.remote.transport import Completed, RemoteProcess, Transport
 
 PROBE_TIMEOUT = 20.0
@@ -267,7 +267,15 @@ async def _probe(
         if channel is not None:
             result = await channel.ask(request, timeout=PROBE_TIMEOUT)
         else:
-            result = (await run_agent(transport, request, timeout=PROBE_TIMEOUT)).completed
+            answer = await run_agent(transport, request, timeout=PROBE_TIMEOUT)
+            result = answer.completed
+            if result.ok and not answer.started:
+                # The command ended well yet the agent never spoke: something on the way
+                # (a forced command, a login shell) ran instead of it.
+                printed = chatter_note(answer.chatter) if answer.chatter else "nothing"
+                result = Completed(
+                    result.argv, 1, b"", f"the agent did not start; {printed}".encode()
+                )
     except TransportError as error:
         now = time.time()
         return [(unknown(host.name, s.name, error.message, now), none) for s in chosen]
