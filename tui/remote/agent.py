@@ -316,29 +316,21 @@ class Agent(object):
             why = "its first bytes are not those read before"
         elif anchor and os.pread(followed.fd, len(anchor), offset - len(anchor)) != anchor:
             why = "the bytes before offset %d are not those read before" % offset
-        if why is None:
-            self.out.frame(
-                "resume",
-                dev=followed.dev,
-                inode=followed.inode,
-                offset=offset,
-                held=True,
-                checked=bool(head and anchor),
-                why=None,
-            )
-            self.set_current(followed, offset)
-            return True
-        if not at_path:
+        held = why is None
+        if not held and not at_path:
             return False
         self.out.frame(
             "resume",
             dev=followed.dev,
             inode=followed.inode,
             offset=offset,
-            held=False,
-            checked=True,
+            held=held,
+            checked=bool(head and anchor) if held else True,
             why=why,
         )
+        if held:
+            self.set_current(followed, offset)
+            return True
         self.report_cut(
             followed,
             head,
