@@ -29,8 +29,8 @@ import psutil
 import pytest
 from support.wait import wait_until
 
-from tui.demo.fleet import start_ticks
 from tui.demo.stories import STORIES
+from tui.procfs import start_ticks
 
 BIN = Path(sys.executable).parent / "babysit"
 BABYSIT = [str(BIN)] if BIN.exists() else [sys.executable, "-m", "tui"]

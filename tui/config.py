@@ -64,6 +64,10 @@ class TransportKind(enum.Enum):
     PCT = "pct"
 
 
+#: The longest grace between SIGTERM and SIGKILL babysit waits (``stop_grace``, ``--grace``).
+MAX_GRACE = 3600.0
+
+
 @dataclass(frozen=True)
 class Source:
     """Where in which file a value was written."""
@@ -369,7 +373,7 @@ class _Reader:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise self.fail(node, key, f"must be a number of seconds, not {_describe(node)}")
         if not low < value <= high:
-            raise self.fail(node, key, f"must be more than {low} and at most {high}")
+            raise self.fail(node, key, f"must be more than {low:g} and at most {high:g}")
         return float(value)
 
     def boolean(self, node: yaml.Node, key: str) -> bool:
@@ -637,7 +641,7 @@ def _parse_service(
             )
     stop_grace = 30.0
     if "stop_grace" in entries:
-        stop_grace = reader.number(entries["stop_grace"][1], f"{key}.stop_grace", 0, 3600)
+        stop_grace = reader.number(entries["stop_grace"][1], f"{key}.stop_grace", 0, MAX_GRACE)
     metrics = MetricsSource.LOG
     if "metrics" in entries:
         metrics = reader.choice(entries["metrics"][1], f"{key}.metrics", MetricsSource)  # type: ignore[assignment]

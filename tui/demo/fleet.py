@@ -40,6 +40,7 @@ import psutil
 
 from tui.demo.stories import MODEL, READY_LINES, STORIES, Fate, Story
 from tui.errors import BabysitError
+from tui.procfs import boot_id, start_ticks
 
 #: The one host of the demo's hosts.yaml (not ``demo``: that is a verb).
 HOST = "lab"
@@ -63,25 +64,6 @@ class DemoError(BabysitError):
 
 
 # --------------------------------------------------------------------------- processes
-
-
-def boot_id() -> str:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        return ""
-
-
-def start_ticks(pid: int) -> int | None:
-    """Start time of ``pid`` in clock ticks since boot; None if gone or a zombie."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = text[text.rfind(")") + 2 :].split()
-    if fields[0] in ("Z", "X"):
-        return None
-    return int(fields[19])
 
 
 @dataclass(frozen=True)

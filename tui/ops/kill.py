@@ -31,7 +31,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
-from tui.config import Service
+from tui.config import MAX_GRACE, Service
 from tui.core.launch import ALIASES, FlagSet
 from tui.core.runs import Run
 from tui.errors import BabysitError, TransportError, UsageError
@@ -40,8 +40,6 @@ from tui.remote.probe import host_state_dir
 from tui.remote.transport import Transport
 
 DEFAULT_GRACE = 30.0
-#: The longest grace babysit waits between SIGTERM and SIGKILL (as for ``stop_grace``).
-MAX_GRACE = 3600.0
 #: Processes one rank of a server may plausibly have: the rank itself, a helper or two,
 #: and a pool of compile workers (PyTorch inductor starts up to 32 per process).
 PROCESSES_PER_RANK = 34

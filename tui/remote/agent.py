@@ -674,7 +674,6 @@ def find_copy(path, exclude, head, anchor, offset):
         if st is not None and stat.S_ISREG(st.st_mode):
             found.append((st.st_mtime, name))
     found.sort(reverse=True)
-    best = None
     for _, name in found[:MAX_COPY_CANDIDATES]:
         candidate = os.path.join(directory, name)
         try:
@@ -682,19 +681,15 @@ def find_copy(path, exclude, head, anchor, offset):
         except OSError:
             continue
         st = os.fstat(fd)
-        holds = (
+        if (
             (st.st_dev, st.st_ino) != exclude
             and st.st_size >= offset
             and os.pread(fd, len(head), 0) == head
             and os.pread(fd, len(anchor), offset - len(anchor)) == anchor
-        )
-        if holds and (best is None or st.st_mtime > best[2].st_mtime):
-            if best is not None:
-                os.close(best[0])
-            best = (fd, candidate, st)
-        else:
-            os.close(fd)
-    return best
+        ):
+            return fd, candidate, st
+        os.close(fd)
+    return None
 
 
 def hexlify(data):
@@ -2312,15 +2307,11 @@ def preflight(args):
 
 
 def gpu_uuids(indexes):
+    """{index as text: uuid} of the GPUs ``indexes`` (see gpu_index_of_uuid)."""
     if not indexes:
         return {}
-    _, stdout, _ = nvidia_smi("--query-gpu=index,uuid", "--format=csv,noheader")
-    found = {}
-    for line in stdout.splitlines():
-        parts = [p.strip() for p in line.split(",")]
-        if len(parts) == 2 and parts[0].isdigit() and int(parts[0]) in indexes:
-            found[parts[0]] = parts[1]
-    return found
+    index_of = gpu_index_of_uuid() or {}
+    return dict((str(index), uuid) for uuid, index in index_of.items() if index in indexes)
 
 
 def launch(args):

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from tui import procfs
 from tui.core.sanitize import clean_line
 from tui.errors import TransportError
 from tui.remote.local import LocalTransport
@@ -101,21 +102,15 @@ def client_chain() -> dict[str, object]:
     as (pid, start ticks): when the host is this machine, the agent never takes any of
     them for a server, nor signals one. Read once: babysit's ancestors stay, and one
     that went is told by its start ticks on the host."""
-    processes = []
+    processes: list[tuple[int, int]] = []
     pid = os.getpid()
     while pid > 1 and all(pid != p for p, _ in processes):
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as handle:
-                fields = handle.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
+        stat = procfs.stat_of(pid)
+        if stat is None:
             break
-        processes.append((pid, int(fields[19])))
-        pid = int(fields[1])
-    try:
-        boot_id = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        boot_id = ""
-    return {"boot_id": boot_id, "processes": processes}
+        processes.append((pid, stat[2]))
+        pid = stat[1]
+    return {"boot_id": procfs.boot_id(), "processes": processes}
 
 
 def agent_input(args: dict[str, object]) -> tuple[bytes, str]:
