@@ -9,12 +9,15 @@ prints tracebacks for expected failures.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 
 from tui import __version__
-from tui.errors import BabysitError, UsageError
+from tui.core.sanitize import guarded_output
+from tui.errors import BabysitError, InternalError, UsageError
 
 #: verb -> (one-line help, module path of its ``configure``/``run`` pair)
 VERBS: dict[str, tuple[str, str]] = {
@@ -34,8 +37,10 @@ VERBS: dict[str, tuple[str, str]] = {
         "parse a saved SGLang/vLLM log offline: metric lines and a summary per metric",
         "tui.commands.parse",
     ),
-    "demo": ("start simulated servers that show every trap, and open babysit on them",
-             "tui.commands.demo"),
+    "demo": (
+        "start simulated servers that show every trap, and open babysit on them",
+        "tui.commands.demo",
+    ),
     "sim": ("run a simulated SGLang/vLLM server or nvidia-smi (tests, demo)", "tui.sim.cli"),
 }
 
@@ -89,7 +94,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list and args_list[0] in RAW_VERBS:
         verb = args_list[0]
-        return _guarded(lambda: _load(VERBS[verb][1]).main(args_list[1:]), json_out=False)
+        # A simulated server's output is its log, hostile bytes included: written as it is.
+        return _guarded(
+            lambda: _load(VERBS[verb][1]).main(args_list[1:]), json_out=False, guard=False
+        )
 
     parser = build_parser()
     if not args_list:
@@ -109,8 +117,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _guarded(lambda: module.run(args), json_out=getattr(args, "json", False))
 
 
-def _guarded(call: Callable[[], int], *, json_out: bool) -> int:
-    """Run one verb; expected failures become one plain line (or JSON) and an exit status."""
+def _guarded(call: Callable[[], int], *, json_out: bool, guard: bool = True) -> int:
+    """Run one verb; expected failures become one plain line (or JSON) and an exit status.
+
+    With ``guard``, whatever the verb prints passes :func:`guarded_output`: no control
+    or bidi character reaches the terminal, whichever path printed it."""
+    with guarded_output() if guard else contextlib.nullcontext():
+        return _run(call, json_out=json_out)
+
+
+def _run(call: Callable[[], int], *, json_out: bool) -> int:
     try:
         return call()
     except BabysitError as error:
@@ -119,6 +135,11 @@ def _guarded(call: Callable[[], int], *, json_out: bool) -> int:
     except KeyboardInterrupt:
         print("babysit: interrupted", file=sys.stderr)
         return 130
+    except Exception as error:  # the last boundary: one line, never a traceback
+        if os.environ.get("BABYSIT_DEBUG"):
+            raise
+        report_error(InternalError(error), json_out=json_out)
+        return InternalError.exit_status
 
 
 def report_error(error: BabysitError, *, json_out: bool) -> None:

@@ -8,6 +8,8 @@ exit status in one place (``tui.cli``); the app maps them to notifications.
 
 from __future__ import annotations
 
+from tui.core.sanitize import printable_text
+
 
 class BabysitError(Exception):
     """Base of every expected failure. Never raised bare."""
@@ -17,6 +19,8 @@ class BabysitError(Exception):
     exit_status = 1
 
     def __init__(self, message: str, *, title: str | None = None) -> None:
+        # Messages quote hosts (their errors, paths) and configs: shown, never obeyed.
+        message = printable_text(message)
         super().__init__(message)
         self.message = message
         if title is not None:
@@ -79,3 +83,21 @@ class RemoteCommandMissing(TransportError):
     """The program asked for does not exist on the host (exit status 127)."""
 
     title = "missing-command"
+
+
+class InternalError(BabysitError):
+    """A failure babysit did not expect: a bug. Said in one line; ``BABYSIT_DEBUG=1``
+    shows the traceback instead."""
+
+    title = "internal"
+    #: sysexits' EX_SOFTWARE.
+    exit_status = 70
+
+    def __init__(self, error: BaseException) -> None:
+        text = str(error)
+        if len(text) > 300:
+            text = text[:299] + "…"
+        super().__init__(
+            f"internal error ({type(error).__name__}: {text}); this is a bug in babysit — "
+            "run again with BABYSIT_DEBUG=1 to see where, and report it"
+        )

@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 
 from tui.cli import add_config_option, add_json_option
 from tui.config import Host, load_config
-from tui.core.sanitize import printable
+from tui.core.sanitize import printable, printable_bytes, printable_text
 from tui.core.units import human_size
 from tui.errors import TransportError
 from tui.remote.agentcall import AGENT_MARK, Preamble, chatter_note
@@ -151,12 +151,21 @@ async def check_host(host: Host) -> CheckReport:
     return report
 
 
+#: The check's fields that hold several lines (every other is one line).
+MULTI_LINE = {"nvidia_out"}
+
+
 def _pairs(raw: bytes) -> list[tuple[str, str]]:
     fields = raw.split(b"\0")
-    return [
-        (fields[i].decode("utf-8", "replace"), fields[i + 1].decode("utf-8", "replace"))
-        for i in range(0, len(fields) - 1, 2)
-    ]
+    # The host's words (its user, hostname, kernel, nvidia-smi's lines) are made
+    # printable here, where they enter: shown, never obeyed.
+    pairs = []
+    for i in range(0, len(fields) - 1, 2):
+        key, value = printable_bytes(fields[i]), fields[i + 1].decode("utf-8", "replace")
+        pairs.append(
+            (key, printable_text(value) if key in MULTI_LINE else printable(value.strip()))
+        )
+    return pairs
 
 
 def build_report(

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 from tui.core.frames import Frame
 from tui.core.logcursor import EventKind, EventRow, LineSplitter, LogCursor, LogEvent, Row
+from tui.core.sanitize import printable
 from tui.core.units import human_age, human_size
 
 
@@ -96,7 +97,7 @@ class FollowState:
         return rows
 
     def _on_opened(self, frame: Frame) -> list[Row]:
-        path = str(frame.fields.get("path") or self.path)
+        path = frame.read.opt_string("path") or printable(self.path or "")
         size = frame.int("size")
         inode = frame.int("inode")
         dev = frame.int("dev")
@@ -105,7 +106,11 @@ class FollowState:
         self.eof = False
         start = frame.int("start")
         self.splitter.expect(
-            dev, inode, start, _unhex(frame.fields.get("head")), _unhex(frame.fields.get("anchor"))
+            dev,
+            inode,
+            start,
+            _unhex(frame.read.opt_string("head")),
+            _unhex(frame.read.opt_string("anchor")),
         )
         where = "from the start" if start == 0 else f"from offset {start}"
         return [
@@ -118,7 +123,7 @@ class FollowState:
                 inode=inode,
                 size=size,
                 start=start,
-                read_back=frame.fields.get("read_back", 0),
+                read_back=frame.read.opt_integer("read_back") or 0,
             ),
         ]
 
@@ -131,19 +136,19 @@ class FollowState:
         babysit saw) bounds it from below.
         """
         rows: list[Row] = list(self.splitter.flush())
-        fields = frame.fields
+        fields = frame.read
         new = frame.int("new_size")
         read = frame.int("read")
         seen = max(read, frame.int("seen"))
-        old = fields.get("old_size")
-        copy = fields.get("copy")
-        unread = fields.get("unread")
-        regrown = bool(fields.get("regrown"))
-        if fields.get("reused"):
+        old = fields.opt_integer("old_size")
+        copy = fields.opt_string("copy")
+        unread = fields.opt_integer("unread")
+        regrown = fields.flag("regrown")
+        if fields.flag("reused"):
             how = "truncated and rewritten, or deleted and made again with the same inode number,"
         else:
             how = "truncated and rewritten" if regrown else "truncated"
-        if fields.get("away"):
+        if fields.flag("away"):
             how += " while babysit was not connected"
         was = (
             f"was {human_size(old)}" if isinstance(old, int) else f"was at least {human_size(seen)}"
@@ -183,7 +188,7 @@ class FollowState:
     def _on_replaced(self, frame: Frame) -> list[Row]:
         rows: list[Row] = list(self.splitter.flush())
         old, new = frame.int("old_inode"), frame.int("new_inode")
-        state = frame.fields.get("old_state")
+        state = frame.read.opt_string("old_state")
         rows.append(
             self._event(
                 EventKind.REPLACED,
@@ -198,7 +203,7 @@ class FollowState:
     def _on_deleted(self, frame: Frame) -> list[Row]:
         """The path names no file now: deleted (no links left) or renamed away."""
         inode = frame.int("inode")
-        renamed = bool(frame.fields.get("links"))
+        renamed = bool(frame.read.opt_integer("links"))
         if self.file is not None and not renamed:
             self.file = replace(self.file, deleted=True)
         if renamed:
@@ -217,8 +222,8 @@ class FollowState:
         return [
             self._event(
                 EventKind.MISSING,
-                f"{frame.fields.get('path')} does not exist; waiting for it",
-                path=frame.fields.get("path"),
+                f"{frame.read.opt_string('path')} does not exist; waiting for it",
+                path=frame.read.opt_string("path"),
             )
         ]
 
@@ -226,8 +231,8 @@ class FollowState:
         return [
             self._event(
                 EventKind.APPEARED,
-                f"{frame.fields.get('path')} appeared",
-                path=frame.fields.get("path"),
+                f"{frame.read.opt_string('path')} appeared",
+                path=frame.read.opt_string("path"),
             )
         ]
 
@@ -235,11 +240,11 @@ class FollowState:
         pid, fd = frame.int("pid"), frame.int("fd")
         self._writer_pid = pid
         which = {1: "stdout", 2: "stderr"}.get(fd, f"fd {fd}")
-        shown = str(frame.fields.get("fd_path"))
-        deleted = " (deleted)" if frame.fields.get("deleted") else ""
+        shown = frame.read.opt_string("fd_path") or "?"
+        deleted = " (deleted)" if frame.read.flag("deleted") else ""
         note = (
             ""
-            if frame.fields.get("matches_path") or not self.path
+            if frame.read.flag("matches_path") or not self.path
             else (f"; it does not write {self.path}")
         )
         return [
@@ -250,7 +255,7 @@ class FollowState:
                 fd=fd,
                 fd_path=shown,
                 deleted=bool(deleted),
-                matches_path=bool(frame.fields.get("matches_path")),
+                matches_path=frame.read.flag("matches_path"),
             )
         ]
 
@@ -265,12 +270,12 @@ class FollowState:
     def _on_resume(self, frame: Frame) -> list[Row]:
         """The host's check of the cursor it was asked to resume at."""
         inode, offset = frame.int("inode"), frame.int("offset")
-        if not frame.fields.get("held"):
-            why = str(frame.fields.get("why") or "it is not the file that was read")
+        if not frame.read.flag("held"):
+            why = frame.read.opt_string("why") or "it is not the file that was read"
             return self._reconnect_said(
                 f"could not resume at inode {inode}, offset {offset}: {why}"
             )
-        if frame.fields.get("checked") or offset == 0:
+        if frame.read.flag("checked") or offset == 0:
             return self._reconnect_said(
                 f"resumed at inode {inode}, offset {offset}: its first bytes and those before "
                 "the offset are as read, so nothing lost or repeated"
@@ -303,7 +308,7 @@ class FollowState:
     def _on_error(self, frame: Frame) -> list[Row]:
         return [
             *self._reconnect_said("the follower reports an error"),
-            self._event(EventKind.ERROR, str(frame.fields.get("message"))),
+            self._event(EventKind.ERROR, frame.read.opt_string("message") or "no message"),
         ]
 
     # ---------------------------------------------------------------- connection

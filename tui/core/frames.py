@@ -6,28 +6,36 @@ at most one partial frame, whatever the chunking of the stream.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
+
+from tui.core.answers import AnswerError, Fields, decode
+from tui.core.sanitize import printable_bytes
 
 #: A header longer than this is not a header: the stream is corrupt.
 MAX_HEADER = 64 * 1024
 
 
 class FrameError(ValueError):
-    """The agent's output does not follow the protocol."""
+    """The agent's output does not follow the protocol (a field of the wrong type is an
+    :class:`~tui.core.answers.AnswerError`, also a ValueError)."""
 
 
 @dataclass(frozen=True)
 class Frame:
+    """One frame: its kind, its header's fields (every string already printable, see
+    :mod:`tui.core.answers`) and its payload of log bytes."""
+
     kind: str
     fields: dict[str, object] = field(default_factory=dict)
     payload: bytes = b""
 
+    @property
+    def read(self) -> Fields:
+        """The header's fields through typed readers that raise :class:`AnswerError`."""
+        return Fields(self.fields, f"a {self.kind} frame")
+
     def int(self, name: str) -> int:
-        value = self.fields.get(name)
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise FrameError(f"{self.kind} frame: {name} is not a number: {value!r}")
-        return value
+        return self.read.integer(name)
 
 
 class FrameDecoder:
@@ -48,11 +56,11 @@ class FrameDecoder:
                 raw = bytes(self._buffer[:newline])
                 del self._buffer[: newline + 1]
                 try:
-                    header = json.loads(raw)
-                except ValueError:
-                    raise FrameError(f"agent sent a bad header: {raw[:200]!r}") from None
-                if not isinstance(header, dict) or not isinstance(header.get("t"), str):
-                    raise FrameError(f"agent sent a bad header: {raw[:200]!r}")
+                    header = decode(raw, "a frame header").plain()
+                except AnswerError as error:
+                    raise FrameError(f"agent sent a bad header: {error}") from None
+                if not isinstance(header.get("t"), str):
+                    raise FrameError(f"agent sent a bad header: {printable_bytes(raw[:200])}")
                 self._header = header
             size = self._header.get("n", 0)
             if not isinstance(size, int) or size < 0:

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
+from tui.core.answers import AnswerError, Fields, read
 from tui.core.sanitize import printable
 from tui.core.units import human_age
 
@@ -67,6 +68,18 @@ class OpenFile:
     #: the path) or its deleted former self (see LogFile in tui/remote/agent.py).
     at_log: bool = False
 
+    @classmethod
+    def from_json(cls, data: Fields) -> OpenFile:
+        return cls(
+            fd=data.integer("fd"),
+            path=data.string("path"),
+            dev=data.integer("dev"),
+            inode=data.integer("inode"),
+            deleted=data.flag("deleted"),
+            write=data.flag("write"),
+            at_log=data.flag("at_log"),
+        )
+
 
 @dataclass(frozen=True)
 class Process:
@@ -83,23 +96,19 @@ class Process:
     files: tuple[OpenFile, ...] | None
 
     @classmethod
-    def from_json(cls, data: Mapping[str, object]) -> Process:
-        files = data.get("files")
+    def from_json(cls, data: Fields) -> Process:
+        # None: the probe may not read this process's files (not: it has none).
+        files = None if data.data.get("files") is None else data.children("files")
         return cls(
-            pid=int(data["pid"]),  # type: ignore[arg-type]
-            ppid=int(data.get("ppid", 0)),  # type: ignore[arg-type]
-            start_ticks=int(data["start_ticks"]),  # type: ignore[arg-type]
-            start_time=float(data["start_time"]),  # type: ignore[arg-type]
-            user=data.get("user"),  # type: ignore[arg-type]
-            cmdline=tuple(data.get("cmdline") or ()),  # type: ignore[arg-type]
-            cwd=data.get("cwd"),  # type: ignore[arg-type]
-            sources=tuple(data.get("sources") or ()),  # type: ignore[arg-type]
-            files=None
-            if files is None
-            else tuple(
-                OpenFile(**f)
-                for f in files  # type: ignore[arg-type, union-attr]
-            ),
+            pid=data.integer("pid"),
+            ppid=data.opt_integer("ppid") or 0,
+            start_ticks=data.integer("start_ticks"),
+            start_time=data.time("start_time"),
+            user=data.opt_string("user"),
+            cmdline=data.strings("cmdline"),
+            cwd=data.opt_string("cwd"),
+            sources=data.strings("sources"),
+            files=None if files is None else tuple(OpenFile.from_json(f) for f in files),
         )
 
 
@@ -121,17 +130,17 @@ class Ready:
     cut: bool = False
 
     @classmethod
-    def from_json(cls, data: Mapping[str, object] | None) -> Ready:
-        if not data:
+    def from_json(cls, data: Fields | None) -> Ready:
+        if data is None or not data.data:
             return cls(seen=None, source="the run does not write the log")
         return cls(
-            seen=data.get("seen"),  # type: ignore[arg-type]
-            source=str(data.get("source") or ""),
-            anchor=data.get("anchor"),  # type: ignore[arg-type]
-            at=data.get("at"),  # type: ignore[arg-type]
-            offset=data.get("offset"),  # type: ignore[arg-type]
-            line=data.get("line"),  # type: ignore[arg-type]
-            cut=bool(data.get("cut")),
+            seen=data.opt_flag("seen"),
+            source=data.opt_string("source") or "",
+            anchor=data.opt_integer("anchor"),
+            at=data.opt_time("at"),
+            offset=data.opt_integer("offset"),
+            line=data.opt_string("line"),
+            cut=data.flag("cut"),
         )
 
 
@@ -175,17 +184,17 @@ class LogState:
     last_ts: float | None = None
 
     @classmethod
-    def from_json(cls, data: Mapping[str, object]) -> LogState:
-        regular = bool(data.get("regular"))
+    def from_json(cls, data: Fields) -> LogState:
+        regular = data.flag("regular")
         return cls(
-            path=str(data["path"]),
+            path=data.string("path"),
             exists=regular,
-            dev=data.get("dev") if regular else None,  # type: ignore[arg-type]
-            inode=data.get("inode") if regular else None,  # type: ignore[arg-type]
-            size=data.get("size") if regular else None,  # type: ignore[arg-type]
-            mtime=data.get("mtime") if regular else None,  # type: ignore[arg-type]
-            first_ts=data.get("first_ts"),  # type: ignore[arg-type]
-            last_ts=data.get("last_ts"),  # type: ignore[arg-type]
+            dev=data.opt_integer("dev") if regular else None,
+            inode=data.opt_integer("inode") if regular else None,
+            size=data.opt_integer("size") if regular else None,
+            mtime=data.opt_time("mtime") if regular else None,
+            first_ts=data.opt_time("first_ts"),
+            last_ts=data.opt_time("last_ts"),
         )
 
 
@@ -216,35 +225,48 @@ class ServiceProbe:
 
     @classmethod
     def from_json(
-        cls, host: str, engine: str, top: Mapping[str, object], data: Mapping[str, object]
+        cls, host: str, engine: str, top: Fields | Mapping[str, object], data: Fields | Mapping
     ) -> ServiceProbe:
+        """One service's part of a probe answer (``data``) and the answer's top (``top``).
+
+        Raises :class:`~tui.core.answers.AnswerError` naming the field that is wrong."""
+        top = read(top, "the probe's answer")
+        data = read(data, "the probe's answer: services[]")
         runs = []
-        for run in data.get("runs") or ():  # type: ignore[union-attr]
+        for run in data.children("runs"):
             runs.append(
                 Run(
                     root=Process.from_json(run),
-                    members=tuple(Process.from_json(m) for m in run.get("members") or ()),
-                    ready=Ready.from_json(run.get("ready")) if "ready" in run else None,
+                    members=tuple(Process.from_json(m) for m in run.children("members")),
+                    ready=Ready.from_json(run.opt_child("ready")) if "ready" in run else None,
                 )
             )
+        log = data.opt_child("log")
         return cls(
             host=host,
-            service=str(data["name"]),
+            service=data.string("name"),
             engine=engine,
-            boot_id=str(top.get("boot_id", "")),
-            observed_at=float(top.get("now", 0.0)),  # type: ignore[arg-type]
-            utc_offset=int(top.get("utc_offset", 0)),  # type: ignore[arg-type]
-            log=LogState.from_json(data.get("log") or {"path": ""}),  # type: ignore[arg-type]
+            boot_id=top.opt_string("boot_id") or "",
+            observed_at=top.opt_time("now") or 0.0,
+            utc_offset=_utc_offset(top),
+            log=LogState.from_json(log) if log is not None else LogState(path="", exists=False),
             runs=tuple(runs),
-            unreadable=tuple(data.get("unreadable") or ()),  # type: ignore[arg-type]
-            record=data.get("record"),  # type: ignore[arg-type]
-            record_state=data.get("record_state"),  # type: ignore[arg-type]
-            health=data.get("health"),  # type: ignore[arg-type]
-            health_asked=bool(data.get("health_asked")),
-            hidden_listeners=tuple(data.get("hidden_listeners") or ()),  # type: ignore[arg-type]
-            probe_uid=top.get("uid"),  # type: ignore[arg-type]
-            error=None if data.get("error") is None else str(data["error"]),
+            unreadable=tuple(u.plain() for u in data.children("unreadable")),
+            record=None if data.opt_child("record") is None else data.child("record").plain(),
+            record_state=data.opt_string("record_state"),
+            health=data.opt_integer("health"),
+            health_asked=data.flag("health_asked"),
+            hidden_listeners=tuple(h.plain() for h in data.children("hidden_listeners")),
+            probe_uid=top.opt_integer("uid"),
+            error=data.opt_string("error"),
         )
+
+
+def _utc_offset(top: Fields) -> int:
+    offset = top.opt_integer("utc_offset") or 0
+    if abs(offset) > 24 * 3600:
+        raise AnswerError("the probe's answer: utc_offset", "is not a time zone's offset")
+    return offset
 
 
 @dataclass(frozen=True)

@@ -1,19 +1,43 @@
-"""Make untrusted text (remote paths, log lines) safe to put on a terminal.
+"""Make untrusted text (log lines, paths, anything a host or a config said) safe to show.
 
-Log bytes come from a program on another machine. Before any widget or
-terminal sees them, every escape sequence (CSI, OSC, DCS, …) and every C0/C1
-control except tab is removed, and invalid UTF-8 becomes U+FFFD. Otherwise a
-line such as ``\\x1b]0;pwned\\x07`` retitles the window and ``\\x1b[2J`` clears
-the screen of the person reading it.
+Text comes from programs on other machines and from files people copy and paste.
+Before a terminal sees it:
+
+- every escape sequence (CSI, OSC, DCS, …) and every C0/C1 control except tab
+  is removed from log lines (:func:`clean_line`), and invalid UTF-8 becomes
+  U+FFFD; otherwise ``\\x1b]0;pwned\\x07`` retitles the window of the person
+  reading it, ``\\x1b[2J`` clears their screen and OSC 52 writes their clipboard;
+- every Unicode bidirectional control (U+202E RIGHT-TO-LEFT OVERRIDE and its
+  kin) is removed too: it makes a line read as something it is not;
+- short facts (a file name, a user, a host's error) keep every character
+  visible instead (:func:`printable`): the reader sees ``\\x1b`` or ``\\u202e``
+  where it stands, so a name is never silently changed into another name.
+
+:func:`printable_text` is the same for multi-line text (it keeps newlines).
+Answers from the agent pass through :mod:`tui.core.answers`, which applies these
+at the one place they enter babysit's data.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
+import sys
+from collections.abc import Iterator
+from typing import TextIO
 
-# C0 controls except tab, DEL, and C1 controls: any of them can move the cursor,
-# retitle the window or hide text once a terminal sees it.
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+#: The Unicode bidirectional controls: ALM, LRM, RLM, LRE RLE PDF LRO RLO, LRI RLI FSI PDI.
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+# Lone surrogates (from JSON's "\ud800") cannot be written to a UTF-8 terminal at all.
+_SURROGATE = "\ud800-\udfff"
+
+# C0 controls except tab, DEL, C1 controls, bidi controls and lone surrogates: any
+# of them can move the cursor, retitle the window, hide text or end the program.
+_CONTROL = re.compile(f"[\\x00-\\x08\\x0a-\\x1f\\x7f-\\x9f{_BIDI}{_SURROGATE}]")
+# The same but keeping newlines, for text of several lines.
+_CONTROL_NOT_NEWLINE = re.compile(f"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f{_BIDI}{_SURROGATE}]")
 
 # Escape sequences, 7-bit (ESC ...) and 8-bit (CSI U+009B, OSC U+009D, ...):
 #  - CSI: ESC [ or U+009B, parameter bytes, intermediate bytes, one final byte;
@@ -28,7 +52,7 @@ _ESCAPES = re.compile(
 
 
 def clean_line(text: str) -> str:
-    """``text`` with escape sequences removed and controls other than tab dropped."""
+    """``text`` with escape sequences removed, and controls other than tab dropped."""
     if text.isprintable():
         return text
     return _CONTROL.sub("", _ESCAPES.sub("", text))
@@ -40,14 +64,78 @@ def clean_bytes(data: bytes) -> str:
 
 
 def printable(text: str) -> str:
-    """``text`` with every control character shown as an escape (``\\n``, ``\\x1b``).
+    """``text`` with every control character shown as an escape (``\\n``, ``\\x1b``, ``\\u202e``).
 
     For short facts such as file names, where the reader must see exactly what is
     there rather than have it interpreted or silently dropped.
     """
+    if text.isprintable():
+        return text
     return _CONTROL.sub(_escape, text)
+
+
+def printable_text(text: str) -> str:
+    """:func:`printable` for text of several lines: newlines stay newlines."""
+    if text.isprintable():
+        return text
+    return _CONTROL_NOT_NEWLINE.sub(_escape, text)
+
+
+def printable_bytes(data: bytes) -> str:
+    """Decode a host's bytes (invalid UTF-8 becomes U+FFFD) as a :func:`printable` fact."""
+    return printable(data.decode("utf-8", "replace"))
+
+
+def is_printable(text: str) -> bool:
+    """Whether ``text`` holds no control (other than tab and newline) and no bidi control."""
+    return _CONTROL_NOT_NEWLINE.search(text) is None
 
 
 def _escape(match: re.Match[str]) -> str:
     char = match.group()
-    return {"\n": "\\n", "\r": "\\r"}.get(char, f"\\x{ord(char):02x}")
+    code = ord(char)
+    if code <= 0xFF:
+        return {"\n": "\\n", "\r": "\\r"}.get(char, f"\\x{code:02x}")
+    return f"\\u{code:04x}"
+
+
+# What may never reach a terminal from babysit's own output: the same as _CONTROL_NOT_NEWLINE
+# but keeping tab. Shown as \uXXXX, which reads as itself on a terminal and is a valid
+# escape inside a JSON string, so the guard never breaks a --json document.
+_UNSAFE_OUT = _CONTROL_NOT_NEWLINE
+
+
+class PrintableStream:
+    """A text stream that passes on only printable text (see :func:`guarded_output`)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        if not text.isprintable():
+            text = _UNSAFE_OUT.sub(_json_escape, text)
+        return self.stream.write(text)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.stream, name)
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+@contextlib.contextmanager
+def guarded_output() -> Iterator[None]:
+    """While inside, everything written to ``sys.stdout`` and ``sys.stderr`` is printable.
+
+    The last line of defence of the CLI: host and config text is made printable
+    where it enters babysit's data, and this makes sure that a path which forgot
+    still cannot write an escape sequence or a bidi control to the terminal.
+    (The TUI writes to the terminal through Textual, which renders only our widgets.)
+    """
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = PrintableStream(out), PrintableStream(err)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = out, err

@@ -24,7 +24,6 @@ end; when it cannot, it says so and where the record is.
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import secrets
 import time
@@ -32,12 +31,13 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 from tui.config import MAX_GRACE, Service
+from tui.core.answers import AnswerError, Fields, decode, read
 from tui.core.launch import ALIASES, FlagSet
 from tui.core.runs import Run
 from tui.errors import BabysitError, TransportError, UsageError
 from tui.remote.agentcall import run_agent, stream_agent
 from tui.remote.probe import host_state_dir
-from tui.remote.transport import Transport
+from tui.remote.transport import RemoteProcess, Transport, last_line
 
 DEFAULT_GRACE = 30.0
 #: Processes one rank of a server may plausibly have: the rank itself, a helper or two,
@@ -51,6 +51,8 @@ PROCESSES_SHARED = 16
 READ_BACK_SLACK = 15.0
 #: The agent's last event of a kill.
 FINAL = ("done", "refused", "error")
+#: An event line longer than this is not one of the kill's events.
+MAX_EVENT = 1024 * 1024
 #: The parallel sizes a command line may give, by argparse destination (both engines).
 PARALLEL_FLAGS = (
     ("tp_size", "tensor_parallel_size", "tp"),
@@ -277,28 +279,19 @@ async def kill_run(
     ``refused`` (``unknown`` when the channel was lost and the end could not be read back)."""
     check_grace(grace)
     request = kill_request(target, grace, kill_id or new_kill_id())
-    pids = {pid for pid, _ in target.processes}
     seen: set[int] = set()
     path = record_path(request)
     finished = False
     lost: str | None = None
     status: int | None = None
-    detail: list[str] = []
+    detail = ""
     try:
         async with stream_agent(transport, request) as process:
-            buffer = b""
-            async for chunk in process.chunks():
-                buffer += chunk
-                while b"\n" in buffer:
-                    raw, buffer = buffer.split(b"\n", 1)
-                    if raw.strip():
-                        data = json.loads(raw)
-                        seen.add(int(data.get("seq", len(seen))))
-                        event = _event(data, pids)
-                        path = str(event.data.get("record") or path)
-                        finished = finished or event.kind in FINAL
-                        yield event
-            detail = (await process.read_stderr()).decode("utf-8", "replace").strip().splitlines()
+            async for event in _events(process, seen):
+                path = str(event.data.get("record") or path)
+                finished = finished or event.kind in FINAL
+                yield event
+            detail = last_line(await process.read_stderr())
             status = await process.wait()
     except TransportError as error:
         lost = error.message
@@ -307,7 +300,7 @@ async def kill_run(
     if lost is None and not seen:
         raise BabysitError(
             f"{transport.chain_text}: the kill did not start (exit {status}): "
-            f"{detail[-1] if detail else 'no message'}; check the processes by hand",
+            f"{detail or 'no message'}; check the processes by hand",
             title="kill-failed",
         )
     lost = lost or f"{transport.chain_text}: the agent ended before the kill did (exit {status})"
@@ -324,9 +317,13 @@ async def kill_run(
         {"reason": lost, "record": path},
     )
     record, error = await _read_back(transport, request, time.monotonic() + grace + READ_BACK_SLACK)
-    for data in (record or {}).get("events") or []:
-        if isinstance(data, dict) and int(data.get("seq", -1)) not in seen:
-            yield _event(dict(data), pids)
+    if record is not None:
+        try:
+            for data in read(record, "the kill's record").children("events"):
+                if data.opt_integer("seq") not in seen:
+                    yield _event(data)
+        except AnswerError as error:
+            yield _garbled(str(error))
     if record is not None and record.get("state") == "finished":
         return
     why = (
@@ -371,13 +368,14 @@ async def _read_back(
         try:
             done = (await run_agent(transport, args, timeout=max(min(remaining, 10), 1))).completed
             lines = [x for x in done.stdout.splitlines() if x.strip()]
-            answer = json.loads(lines[-1]) if lines else {}
-            if answer.get("t") == "record":
-                record = answer.get("record") or record
-                error = None if answer.get("record") else f"no record at {answer.get('path')}"
+            answer = decode(lines[-1], "the kill's record") if lines else None
+            if answer is not None and answer.opt_string("t") == "record":
+                found = answer.opt_child("record")
+                record = found.plain() if found is not None else record
+                error = None if found is not None else f"no record at {answer.opt_string('path')}"
             else:
                 error = done.stderr_line() or f"the agent gave no answer (exit {done.exit_status})"
-        except (TransportError, ValueError) as failure:
+        except (TransportError, AnswerError) as failure:
             error = str(failure)
         if record is not None and record.get("state") == "finished":
             return record, None
@@ -386,17 +384,37 @@ async def _read_back(
         await asyncio.sleep(min(1.0, max(deadline - time.monotonic(), 0)))
 
 
-def _event(data: dict[str, object], pids: set[int]) -> KillEvent:
-    kind = str(data.pop("t"))
-    pid = data.get("pid")
-    pid = pid if isinstance(pid, int) else None
+async def _events(process: RemoteProcess, seen: set[int]) -> AsyncIterator[KillEvent]:
+    """The kill's events as the agent streams them, one JSON line each (their ``seq``
+    into ``seen``); a line that is not one is said as such, never obeyed."""
+    buffer = b""
+    async for chunk in process.chunks():
+        buffer += chunk
+        if b"\n" not in buffer and len(buffer) > MAX_EVENT:
+            buffer = b""
+            yield _garbled(f"an event longer than {MAX_EVENT} bytes")
+        while b"\n" in buffer:
+            raw, buffer = buffer.split(b"\n", 1)
+            if raw.strip():
+                try:
+                    data = decode(raw, "a kill event")
+                    seen.add(data.opt_integer("seq") or len(seen))
+                    yield _event(data)
+                except AnswerError as error:
+                    yield _garbled(str(error))
+
+
+def _event(data: Fields) -> KillEvent:
+    """One of the kill's events as words; raises AnswerError when it is not one."""
+    kind = data.string("t")
+    pid = data.opt_integer("pid")
     if kind == "started":
-        where = data.get("record")
-        message = f"the kill runs on the host as pid {data.get('worker')}" + (
+        where = data.opt_string("record")
+        message = f"the kill runs on the host as pid {data.opt_integer('worker')}" + (
             f"; its record: {where}" if where else "; it could not write its record there"
         )
     elif kind == "signalled":
-        message = f"sent {data['signal']} to pid {pid} ({data['method']})"
+        message = f"sent {data.string('signal')} to pid {pid} ({data.string('method')})"
     elif kind == "exited":
         message = f"pid {pid} exited"
     elif kind == "gone":
@@ -404,14 +422,21 @@ def _event(data: dict[str, object], pids: set[int]) -> KillEvent:
     elif kind == "changed":
         message = f"pid {pid} is now another process: nothing was signalled"
     elif kind == "refused":
-        message = str(data.get("reason"))
+        message = data.opt_string("reason") or "refused, with no reason given"
     elif kind == "error":
-        message = f"the kill failed on the host: {data.get('message')}"
+        message = f"the kill failed on the host: {data.opt_string('message')}"
     elif kind == "done":
         message = "done"
     else:
         message = kind
-    return KillEvent(kind, pid, message, data)
+    plain = data.plain()
+    plain.pop("t", None)
+    return KillEvent(kind, pid, message, plain)
+
+
+def _garbled(problem: str) -> KillEvent:
+    """An event babysit could not read: what happened on the host is not known from it."""
+    return KillEvent("unknown", None, f"the host sent an unreadable kill event: {problem}", {})
 
 
 def outcome_of(events: list[KillEvent]) -> KillOutcome:

@@ -26,6 +26,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from tui.config import Host, Service
+from tui.core.answers import AnswerError, decode
 from tui.core.engines import TELLING_LINES, failure_lines
 from tui.core.follow import Start
 from tui.core.logcursor import EventKind, EventRow, LogCursor, LogLine
@@ -109,13 +110,16 @@ def who() -> str:
 
 async def _action(transport: Transport, args: dict[str, object], timeout: float = 30.0) -> dict:
     result = (await run_agent(transport, args, timeout=timeout)).completed
-    lines = [json.loads(x) for x in result.stdout.splitlines() if x.strip()]
+    lines = [x for x in result.stdout.splitlines() if x.strip()]
     if not lines:
         raise LaunchFailed(
             f"{transport.chain_text}: the agent gave no answer "
             f"({result.stderr_line() or f'exit status {result.exit_status}'})"
         )
-    return lines[-1]
+    try:
+        return decode(lines[-1], f"the agent's answer to {args.get('mode')}").plain()
+    except AnswerError as error:
+        raise LaunchFailed(f"{transport.chain_text}: {error}") from None
 
 
 def check_preconditions(

@@ -15,13 +15,14 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 
+from tui.core.answers import AnswerError
 from tui.core.follow import FileInfo, FollowState, Start
 from tui.core.frames import FrameDecoder, FrameError
 from tui.core.logcursor import EventKind, EventRow, LogEvent, Row
 from tui.errors import AuthError, HostKeyError, TransportError
 from tui.remote.agentcall import chatter_note, stream_agent
 from tui.remote.backoff import backoff_delay
-from tui.remote.transport import Transport
+from tui.remote.transport import Transport, last_line
 
 #: Seconds between attempts to restart the agent after a failure that is not a lost link.
 RETRY_DELAY = 2.0
@@ -101,8 +102,7 @@ class Follower:
                     status = await process.wait()
                 if not self.follow and self.state.eof:
                     return
-                message = stderr.decode("utf-8", "replace").strip().splitlines()
-                detail = message[-1] if message else f"exit status {status}"
+                detail = last_line(stderr) or f"exit status {status}"
                 if status == 127:
                     detail = f"python3 not found on the host ({detail})"
                 yield [
@@ -113,7 +113,7 @@ class Follower:
                 if not self.follow:
                     return
                 await asyncio.sleep(RETRY_DELAY)
-            except FrameError as error:
+            except (FrameError, AnswerError) as error:
                 yield [
                     EventRow(
                         LogEvent(EventKind.ERROR, f"garbled follower output: {error}", time.time())

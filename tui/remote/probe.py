@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 from tui.config import Engine, Host, MetricsSource, Service
+from tui.core.answers import AnswerError, Fields, decode
 from tui.core.engines import args_heads
 from tui.core.metrics import PrometheusReaders
 from tui.core.report import ProbeDetails, ServiceReport, build_report
@@ -83,6 +84,15 @@ def probe_request(
     }
 
 
+def answer_limit(request: dict[str, object]) -> int:
+    """The most bytes an honest answer to ``request`` can take: each service's tail in
+    base64, a /metrics page and nvidia-smi's readings, with room to spare. A host that
+    sends more without ending its line is not answering."""
+    services = request.get("services") or []
+    tails = sum(int(s.get("tail_bytes") or 0) for s in services)  # type: ignore[union-attr]
+    return 16 * 1024 * 1024 + 2 * tails + len(services) * 4 * 1024 * 1024  # type: ignore[arg-type]
+
+
 class _AgentGone(Exception):
     """The long-lived agent ended between two requests."""
 
@@ -135,16 +145,17 @@ class ProbeChannel:
     async def _ask(self, request: dict[str, object]) -> Completed:
         text = json.dumps({**request, "client": client_chain()}, separators=(",", ":"))
         line = text.encode() + b"\n"
+        limit = answer_limit(request)
         if self._agent is not None:
             # An agent that ended since the last answer (its container stopped, someone
             # killed it) is started again; what a fresh one says is the answer.
             try:
-                return await self._exchange(self._agent, line, fresh=False)
+                return await self._exchange(self._agent, line, fresh=False, limit=limit)
             except _AgentGone:
                 await self._end()
-        return await self._exchange(await self._start(), line, fresh=True)
+        return await self._exchange(await self._start(), line, fresh=True, limit=limit)
 
-    async def _exchange(self, agent: _Agent, line: bytes, *, fresh: bool) -> Completed:
+    async def _exchange(self, agent: _Agent, line: bytes, *, fresh: bool, limit: int) -> Completed:
         try:
             await agent.process.write(line)
         except TransportError:
@@ -152,6 +163,11 @@ class ProbeChannel:
             if not fresh:
                 raise _AgentGone from None
         while b"\n" not in agent.buffer:
+            if len(agent.buffer) > limit:
+                await self._end()
+                return Completed(
+                    ("probe",), 1, b"", f"an answer longer than {limit:,} bytes".encode()
+                )
             chunk = await anext(agent.chunks, b"")
             if not chunk:  # the agent is gone: say why, as a one-shot run would
                 if not fresh and not agent.buffer:
@@ -292,40 +308,59 @@ async def _probe(
             (unknown(host.name, s.name, f"the probe failed: {detail}", now), none) for s in chosen
         ]
     try:
-        data = json.loads(result.stdout)
+        data = decode(result.stdout, "the probe's answer")
         if "error" in data:
+            error = data.string("error")
             return [
-                (unknown(host.name, s.name, f"the probe failed: {data['error']}", now), none)
+                (unknown(host.name, s.name, f"the probe failed: {error}", now), none)
                 for s in chosen
             ]
-        by_name = {entry["name"]: entry for entry in data["services"]}
+        by_name = {entry.string("name"): entry for entry in data.children("services")}
         out = []
         for s in chosen:
-            entry = by_name[s.name]
+            entry = by_name.get(s.name)
+            if entry is None:
+                raise AnswerError("the probe's answer", f"says nothing of {s.name}")
             assessment = assess(ServiceProbe.from_json(host.name, s.engine.value, data, entry))
             out.append((assessment, _details(entry, assessment)))
         return out
-    except (ValueError, KeyError, TypeError) as error:
+    except AnswerError as error:
         return [
-            (unknown(host.name, s.name, f"the probe's answer was unreadable ({error})", now), none)
+            (unknown(host.name, s.name, f"the probe's answer was unreadable: {error}", now), none)
             for s in chosen
         ]
 
 
-def _details(entry: dict, assessment: Assessment) -> ProbeDetails:
-    log = entry.get("log") or {}
+def _details(entry: Fields, assessment: Assessment) -> ProbeDetails:
+    log = entry.opt_child("log")
     args_line = None
     if assessment.run is not None:
-        for run in entry.get("runs") or ():
-            if run.get("pid") == assessment.run.root.pid:
-                args_line = (run.get("ready") or {}).get("args_line")
-    tail = base64.b64decode(log["tail"]) if log.get("tail") else b""
-    prometheus = entry.get("prometheus")
-    page = prometheus[1] if prometheus and prometheus[0] == 200 else None
+        for run in entry.children("runs"):
+            if run.opt_integer("pid") == assessment.run.root.pid:
+                ready = run.opt_child("ready")
+                args_line = ready.opt_string("args_line") if ready is not None else None
+    tail = b""
+    tail_offset = None
+    if log is not None:
+        tail_offset = log.opt_integer("tail_offset")
+        encoded = log.opt_string("tail")
+        if encoded:
+            try:
+                tail = base64.b64decode(encoded, validate=True)
+            except ValueError:
+                raise AnswerError(f"{log.where}.tail", "is not base64") from None
+    page = None
+    scraped = entry.values("prometheus")
+    if scraped:
+        if len(scraped) != 2 or not isinstance(scraped[1], str):
+            raise AnswerError(f"{entry.where}.prometheus", "is not [status, page]")
+        if scraped[0] == 200:
+            page = scraped[1]
+    gpu_csv = entry.opt_child("gpu_csv")
     return ProbeDetails(
         tail=tail,
-        tail_offset=log.get("tail_offset"),
+        tail_offset=tail_offset,
         args_line=args_line,
-        gpu_csv=entry.get("gpu_csv"),
+        gpu_csv=None if gpu_csv is None else gpu_csv.plain(),
         prometheus=page,
     )

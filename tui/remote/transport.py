@@ -18,6 +18,8 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 
+from tui.core.sanitize import printable
+
 #: Exit status shells use for "command not found"; every transport reports it the same way.
 EXIT_NOT_FOUND = 127
 
@@ -68,10 +70,13 @@ class Completed:
 
     def stderr_line(self) -> str:
         """The last non-empty line of stderr, for one-line error messages."""
-        lines = [
-            line for line in self.stderr.decode("utf-8", "replace").splitlines() if line.strip()
-        ]
-        return lines[-1].strip() if lines else ""
+        return last_line(self.stderr)
+
+
+def last_line(data: bytes) -> str:
+    """The last non-empty line of a host's output, made printable (for error messages)."""
+    lines = [line for line in data.decode("utf-8", "replace").splitlines() if line.strip()]
+    return printable(lines[-1].strip()) if lines else ""
 
 
 class RemoteProcess(abc.ABC):

@@ -1,0 +1,258 @@
+"""Answers from hosts, read at one boundary: parsed, bounded, checked and made printable.
+
+Everything the agent says (a probe's answer, a follower's frame header, a kill's
+events) is JSON written by a program on a machine babysit may not trust. It
+enters babysit's data only through :func:`decode`, which
+
+- refuses what is not one JSON object, or is nested deeper than :data:`MAX_DEPTH`
+  (Python's parser would otherwise end in a ``RecursionError``);
+- makes every string printable (:func:`tui.core.sanitize.printable_text`:
+  escapes and bidi controls are shown as ``\\x1b`` or ``\\u202e``, never passed
+  on), keys included, so a later path that forgets to clean cannot put a host's
+  escape sequence on a terminal;
+
+and through the typed readers of :class:`Fields`, which say exactly where an
+answer does not have the shape it must have (``services[0].runs[1] is a string,
+not an object``). Callers turn :class:`AnswerError` into an UNKNOWN verdict or an
+error event with that one line; a bad answer never ends in a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+from tui.core.sanitize import printable, printable_text
+
+#: Deeper than any answer the agent writes (its deepest is about 6 levels).
+MAX_DEPTH = 32
+#: Numbers babysit stores are pids, sizes, offsets, inodes and ticks: all below 2**63.
+MAX_INT = 2**63 - 1
+#: Timestamps from a host are refused past the year 9999 (datetime cannot show them).
+MAX_TIME = 253402300799.0
+
+
+class AnswerError(ValueError):
+    """An answer from a host is not JSON, or does not have the shape it must have."""
+
+    def __init__(self, where: str, problem: str) -> None:
+        super().__init__(f"{where} {problem}")
+        self.where = where
+        self.problem = problem
+
+
+def decode(raw: bytes | str, what: str) -> Fields:
+    """One JSON object from a host, every string in it made printable.
+
+    ``what`` names the answer in errors ("the probe's answer", "a follower frame").
+    """
+    try:
+        data = json.loads(raw)
+    except RecursionError:
+        raise AnswerError(what, f"is nested deeper than {MAX_DEPTH} levels") from None
+    except ValueError as error:
+        raise AnswerError(what, f"is not JSON ({_short(str(error))})") from None
+    clean = _clean(data, 0, what)
+    if not isinstance(clean, dict):
+        raise AnswerError(what, f"is {_kind(clean)}, not an object")
+    return Fields(clean, what)
+
+
+def read(data: object, what: str) -> Fields:
+    """An answer already parsed (by a test, or the demo's agent in this process), as :func:`decode`
+    would give it."""
+    if isinstance(data, Fields):
+        return data
+    clean = _clean(data, 0, what)
+    if not isinstance(clean, dict):
+        raise AnswerError(what, f"is {_kind(clean)}, not an object")
+    return Fields(clean, what)
+
+
+def _clean(value: object, depth: int, where: str) -> object:
+    if isinstance(value, str):
+        return printable_text(value)
+    if isinstance(value, bool | int | float) or value is None:
+        return value
+    if depth >= MAX_DEPTH:
+        raise AnswerError(where, f"is nested deeper than {MAX_DEPTH} levels")
+    if isinstance(value, dict):
+        return {printable(k): _clean(v, depth + 1, where) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(v, depth + 1, where) for v in value]
+    raise AnswerError(where, f"holds {_kind(value)}")  # json.loads makes nothing else
+
+
+_KINDS = (
+    (bool, "true or false"),
+    (int, "a number"),
+    (float, "a number"),
+    (str, "a string"),
+    (list, "a list"),
+    (dict, "an object"),
+)
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    return next((word for kind, word in _KINDS if isinstance(value, kind)), type(value).__name__)
+
+
+def _short(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass(frozen=True)
+class Fields:
+    """One JSON object of an answer, read through typed getters that name where it failed.
+
+    Strings read with :meth:`string` are one line (a newline shows as ``\\n``);
+    :meth:`text` keeps the newlines of multi-line text (a CSV, a /metrics page).
+    A missing key and ``null`` are the same to the ``opt_`` readers.
+    """
+
+    data: Mapping[str, object]
+    where: str
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.data
+
+    def keys(self) -> Iterator[str]:
+        return iter(self.data)
+
+    def _at(self, name: str) -> str:
+        return f"{self.where}: {name}" if ":" not in self.where else f"{self.where}.{name}"
+
+    def _fail(self, name: str, value: object, expected: str) -> AnswerError:
+        return AnswerError(self._at(name), f"is {_kind(value)}, not {expected}")
+
+    def _required(self, name: str) -> object:
+        value = self.data.get(name)
+        if value is None:
+            raise AnswerError(self._at(name), "is missing")
+        return value
+
+    # numbers
+
+    def integer(self, name: str) -> int:
+        return self._int(name, self._required(name))
+
+    def opt_integer(self, name: str) -> int | None:
+        value = self.data.get(name)
+        return None if value is None else self._int(name, value)
+
+    def _int(self, name: str, value: object) -> int:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise self._fail(name, value, "a whole number")
+        if not -MAX_INT <= value <= MAX_INT:
+            raise AnswerError(self._at(name), "is out of range")
+        return value
+
+    def number(self, name: str) -> float:
+        return self._number(name, self._required(name))
+
+    def opt_number(self, name: str) -> float | None:
+        value = self.data.get(name)
+        return None if value is None else self._number(name, value)
+
+    def _number(self, name: str, value: object) -> float:
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise self._fail(name, value, "a number")
+        number = float(value) if abs(value) <= 1e300 else math.inf
+        if not math.isfinite(number):
+            raise AnswerError(self._at(name), "is not a finite number")
+        return number
+
+    def time(self, name: str) -> float:
+        return self._time(name, self._required(name))
+
+    def opt_time(self, name: str) -> float | None:
+        value = self.data.get(name)
+        return None if value is None else self._time(name, value)
+
+    def _time(self, name: str, value: object) -> float:
+        number = self._number(name, value)
+        if not 0 <= number <= MAX_TIME:
+            raise AnswerError(self._at(name), "is not a time babysit can show")
+        return number
+
+    def flag(self, name: str) -> bool:
+        """A true/false field; missing or null is false."""
+        value = self.data.get(name)
+        if value is None:
+            return False
+        if not isinstance(value, bool):
+            raise self._fail(name, value, "true or false")
+        return value
+
+    def opt_flag(self, name: str) -> bool | None:
+        value = self.data.get(name)
+        return None if value is None else self.flag(name)
+
+    # strings
+
+    def string(self, name: str) -> str:
+        return self._str(name, self._required(name))
+
+    def opt_string(self, name: str) -> str | None:
+        value = self.data.get(name)
+        return None if value is None else self._str(name, value)
+
+    def _str(self, name: str, value: object) -> str:
+        if not isinstance(value, str):
+            raise self._fail(name, value, "a string")
+        return printable(value)
+
+    def text(self, name: str) -> str:
+        value = self._required(name)
+        if not isinstance(value, str):
+            raise self._fail(name, value, "a string")
+        return value
+
+    def opt_text(self, name: str) -> str | None:
+        value = self.data.get(name)
+        return None if value is None else self.text(name)
+
+    def strings(self, name: str) -> tuple[str, ...]:
+        """A list of strings; missing or null is empty."""
+        return tuple(self._str(f"{name}[{i}]", v) for i, v in enumerate(self._list(name)))
+
+    # structure
+
+    def child(self, name: str) -> Fields:
+        return self._fields(name, self._required(name))
+
+    def opt_child(self, name: str) -> Fields | None:
+        value = self.data.get(name)
+        return None if value is None else self._fields(name, value)
+
+    def _fields(self, name: str, value: object) -> Fields:
+        if not isinstance(value, dict):
+            raise self._fail(name, value, "an object")
+        return Fields(value, self._at(name))
+
+    def children(self, name: str) -> tuple[Fields, ...]:
+        """A list of objects; missing or null is empty."""
+        return tuple(self._fields(f"{name}[{i}]", v) for i, v in enumerate(self._list(name)))
+
+    def _list(self, name: str) -> list[object]:
+        value = self.data.get(name)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise self._fail(name, value, "a list")
+        return value
+
+    def values(self, name: str) -> list[object]:
+        """A list of anything (already made printable); missing or null is empty."""
+        return self._list(name)
+
+    def plain(self) -> dict[str, object]:
+        """This object as plain (already printable) data, for JSON output or free-form use."""
+        return dict(self.data)
+
+
+__all__ = ["MAX_DEPTH", "AnswerError", "Fields", "decode", "read"]
