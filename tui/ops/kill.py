@@ -285,9 +285,11 @@ async def kill_run(
     lost: str | None = None
     status: int | None = None
     detail = ""
+    heard = False
     try:
         async with stream_agent(transport, request) as process:
             async for event in _events(process, seen):
+                heard = True
                 path = str(event.data.get("record") or path)
                 finished = finished or event.kind in FINAL
                 yield event
@@ -297,7 +299,7 @@ async def kill_run(
         lost = error.message
     if finished:
         return
-    if lost is None and not seen:
+    if lost is None and not heard:
         raise BabysitError(
             f"{transport.chain_text}: the kill did not start (exit {status}): "
             f"{detail or 'no message'}; check the processes by hand",
@@ -307,7 +309,7 @@ async def kill_run(
     # Before its first step the kill may never have reached the host: say only what is known.
     goes_on = (
         "the kill goes on on the host without it"
-        if seen
+        if heard
         else "the kill may not have started on the host"
     )
     yield KillEvent(
@@ -331,7 +333,7 @@ async def kill_run(
         if record is not None
         else f"no record could be read: {error or 'none found'}"
     )
-    if record is None and not seen:
+    if record is None and not heard:
         yield KillEvent(
             "unknown",
             None,
@@ -398,7 +400,8 @@ async def _events(process: RemoteProcess, seen: set[int]) -> AsyncIterator[KillE
             if raw.strip():
                 try:
                     data = decode(raw, "a kill event")
-                    seen.add(data.opt_integer("seq") or len(seen))
+                    seq = data.opt_integer("seq")
+                    seen.add(len(seen) if seq is None else seq)
                     yield _event(data)
                 except AnswerError as error:
                     yield _garbled(str(error))
@@ -435,8 +438,9 @@ def _event(data: Fields) -> KillEvent:
 
 
 def _garbled(problem: str) -> KillEvent:
-    """An event babysit could not read: what happened on the host is not known from it."""
-    return KillEvent("unknown", None, f"the host sent an unreadable kill event: {problem}", {})
+    """An event babysit could not read: said, and what happened is read back from the
+    kill's record on the host if the stream does not end in a final event."""
+    return KillEvent("garbled", None, f"the host sent an unreadable kill event: {problem}", {})
 
 
 def outcome_of(events: list[KillEvent]) -> KillOutcome:
