@@ -35,9 +35,9 @@ from tui.core.runs import Verdict
 READY = "The server is fired up and ready to roll!"
 
 #: OSC 0 (window title), ED (clear screen), OSC 52 (clipboard), a C1 CSI, bidi controls,
-#: a lone surrogate, a NUL and a newline that would forge a line of its own.
+#: a lone surrogate, a NUL, a newline that would forge a line of its own, and Rich markup.
 PAYLOAD = (
-    "\x1b]0;PWNED\x07\x1b[2J\x1b]52;c;cHduZWQ=\x07\x9b31m\u202eSTRIKE\u202c\u2066x\u2069"
+    "[/][reverse]\x1b]0;PWNED\x07\x1b[2J\x1b]52;c;cHduZWQ=\x07\x9b31m\u202eSTRIKE\u202c\u2066x\u2069"
     "\x00\ud800\nbabysit: FORGED"
 )
 #: Characters that must never reach a terminal (tab and newline are the only controls allowed).
@@ -168,6 +168,7 @@ def test_bad_strings_in_a_probe_answer_reach_no_screen_or_modal(
                 modal = await modal_of(pilot)
                 text = screen_text(app)
                 assert_clean(text)
+                assert "[/][reverse]" in text  # Rich markup from a host is text, not style
                 modal.dismiss(None)
                 await until(pilot, lambda: app.screen is not modal, "the modal closed")  # noqa: B023
 
