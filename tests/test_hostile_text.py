@@ -175,6 +175,38 @@ def test_bad_strings_in_a_probe_answer_reach_no_screen_or_modal(
     asyncio.run(scenario())
 
 
+def test_the_fleet_view_draws_a_hosts_words_escaped(
+    hostile: tuple[Sshd, Path], live: Server, tmp_path: Path
+) -> None:
+    from tui.app.screens.fleet import Fleet, FleetScreen
+    from tui.commands.status import select
+
+    server, control = hostile
+    poison(control, ["probe", "serve-probes"])
+    config = parse_config(config_for(tmp_path, server, live.log, live.port).read_text())
+    fleet = Fleet.of(select(config, []), "all hosts")
+    host, services = fleet.targets[0]
+
+    async def scenario() -> None:
+        app = BabysitApp(host, services[0], fleet=fleet, probe_interval=0.2)
+        async with app.run_test(size=(160, 30)) as pilot:
+            await until(
+                pilot,
+                lambda: isinstance(app.screen, FleetScreen) and all(app.screen.answers.values()),
+                "the fleet's first answers",
+            )
+            await pilot.pause()
+            fleet_screen = app.screen
+            assert_clean(screen_text(app), shown=False)
+            await pilot.press("enter")  # the service's host screen, from the fleet
+            await until(pilot, lambda: app.screen is not fleet_screen, "the host screen")
+            await pilot.press("k")
+            await modal_of(pilot)
+            assert_clean(screen_text(app))
+
+    asyncio.run(scenario())
+
+
 def test_kill_progress_shows_the_hosts_event_fields_escaped(
     hostile: tuple[Sshd, Path], live: Server, tmp_path: Path
 ) -> None:
