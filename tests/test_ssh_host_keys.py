@@ -7,6 +7,7 @@ other than 22) by ``HostName`` and ``Port``.
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -248,3 +249,18 @@ async def test_host_certificates_are_trusted_only_through_a_cert_authority_line(
     message = await refusal(direct(sshd, known), links)
     assert "HOST KEY REVOKED" in message
     assert f"{known}:2" in message
+
+
+async def test_hashed_names_and_negated_patterns_are_read_as_openssh_reads_them(
+    sshd: Sshd, tmp_path: Path, links: SshLinks
+) -> None:
+    known = tmp_path / "known_hosts"
+    name = f"[127.0.0.1]:{sshd.port}"
+    known.write_text(f"[127.0.0.1]:*,!{name} {key_fields(sshd)}\n")
+    message = await refusal(direct(sshd, known), links)
+    assert f"no ssh-ed25519 host key is known for {name}" in message
+
+    known.write_text(f"{name} {key_fields(sshd)}\n")
+    subprocess.run(["ssh-keygen", "-q", "-H", "-f", str(known)], check=True)
+    assert name not in known.read_text()
+    await run_ok(direct(sshd, known))
