@@ -199,10 +199,16 @@ def _spawn(config: Path, log: Path, port: int) -> subprocess.Popen[bytes]:
 
 
 def start_sshd(
-    root: Path, *, max_sessions: int | None = None, extra: Sequence[str] = ()
+    root: Path,
+    *,
+    max_sessions: int | None = None,
+    extra: Sequence[str] = (),
+    host_ca: Path | None = None,
 ) -> Sshd:
     """Start an sshd under ``root``, set as OpenSSH ships it (MaxSessions 10) unless
-    ``max_sessions`` says otherwise; ``extra`` lines are added to its config."""
+    ``max_sessions`` says otherwise; ``extra`` lines are added to its config. With
+    ``host_ca`` (a private key), it also presents a host certificate that key signed
+    for the principal 127.0.0.1."""
     sshd = find_sshd()
     if sshd is None:
         raise RuntimeError(
@@ -211,6 +217,11 @@ def start_sshd(
     root.mkdir(parents=True, exist_ok=True)
     host_key = root / "ssh_host_ed25519_key"
     host_pub = keygen(host_key, "babysit-test-host")
+    certificate: list[str] = []
+    if host_ca is not None:
+        sign = ["ssh-keygen", "-q", "-s", str(host_ca), "-I", "babysit-test-host", "-h"]
+        subprocess.run([*sign, "-n", "127.0.0.1", str(host_key.with_suffix(".pub"))], check=True)
+        certificate = [f"HostCertificate {root / 'ssh_host_ed25519_key-cert.pub'}"]
     client_key = root / "id_client"
     client_pub = keygen(client_key, "babysit-test-client")
     wrong_key = root / "id_wrong"
@@ -240,6 +251,7 @@ def start_sshd(
                 f"Port {port}",
                 "ListenAddress 127.0.0.1",
                 f"HostKey {host_key}",
+                *certificate,
                 f"PidFile {root / 'sshd.pid'}",
                 f"AuthorizedKeysFile {authorized}",
                 "StrictModes no",

@@ -11,9 +11,11 @@ lost, the link reconnects with capped, jittered backoff; it never retries a
 refused host key or a failed login, because retrying those cannot help and may
 lock an account.
 
-Host keys are always checked against known_hosts. ``host_key_policy:
-accept-new`` (an explicit opt-in, as in OpenSSH) records a key for a host that
-known_hosts has never seen, and still refuses a key that changed.
+Host keys are always checked against known_hosts, as OpenSSH checks them, for
+the host, port and alias the connection's ssh config resolves the endpoint to
+(:mod:`tui.remote.hostkeys`). ``host_key_policy: accept-new`` (an explicit
+opt-in, as in OpenSSH) records the key the server offered in the handshake for a
+host that known_hosts has never seen, and still refuses a key that changed.
 """
 
 from __future__ import annotations
@@ -27,13 +29,13 @@ import socket
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import asyncssh
 
 from tui.config import HostKeyPolicy, SshEndpoint
 from tui.errors import AuthError, CommandTimeout, HostKeyError, HostUnreachable, TransportError
 from tui.remote.backoff import BACKOFF_CAP, backoff_delay
+from tui.remote.hostkeys import HostKeyCheck, KnownHosts, Target, resolve
 from tui.remote.transport import (
     Completed,
     RemoteProcess,
@@ -91,8 +93,9 @@ class LinkStatus:
 
 
 class _Client(asyncssh.SSHClient):
-    def __init__(self, link: SshLink) -> None:
+    def __init__(self, link: SshLink, check: HostKeyCheck) -> None:
         self._link = link
+        self._check = check
         self._conn: asyncssh.SSHClientConnection | None = None
 
     def connection_made(self, conn: asyncssh.SSHClientConnection) -> None:
@@ -100,6 +103,14 @@ class _Client(asyncssh.SSHClient):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._link._on_lost(self._conn, exc)
+
+    def validate_host_public_key(
+        self, host: str, addr: str, port: int, key: asyncssh.SSHKey
+    ) -> bool:
+        return self._check.offered(host, port, key)
+
+    def validate_host_ca_key(self, host: str, addr: str, port: int, key: asyncssh.SSHKey) -> bool:
+        return self._check.offered_ca(key)
 
 
 class _Session:
@@ -219,6 +230,8 @@ class SshLink:
         self._last_error: str | None = None
         self._status = LinkStatus(LinkState.IDLE)
         self._closed = False
+        #: Where the last dial went, as the ssh config resolved it.
+        self._target: Target | None = None
 
     @property
     def status(self) -> LinkStatus:
@@ -375,19 +388,13 @@ class SshLink:
 
     async def _connect_once(self) -> asyncssh.SSHClientConnection:
         ep = self.endpoint
-        try:
-            return await self._dial()
-        except asyncssh.HostKeyNotVerifiable:
-            if ep.host_key_policy is HostKeyPolicy.ACCEPT_NEW and not self._host_listed():
-                await self._record_host_key()
-                try:
-                    return await self._dial()
-                except asyncssh.HostKeyNotVerifiable:
-                    pass
-            raise await self._host_key_error() from None
-
-    async def _dial(self) -> asyncssh.SSHClientConnection:
-        ep = self.endpoint
+        strict = ep.host_key_policy is HostKeyPolicy.STRICT
+        # A single stat of a file named in hosts.yaml; not worth a thread.
+        if strict and ep.known_hosts and not os.path.exists(ep.known_hosts):  # noqa: ASYNC240
+            raise HostKeyError(
+                f"{self.name}: known_hosts file {ep.known_hosts} does not exist, so no "
+                "host key can be checked; create it or fix hosts.yaml"
+            )
         options: dict[str, object] = {
             "connect_timeout": ep.connect_timeout,
             "keepalive_interval": ep.keepalive_interval,
@@ -399,26 +406,12 @@ class SshLink:
             options["username"] = ep.user
         if ep.identity_file:
             options["client_keys"] = [ep.identity_file]
-        if ep.known_hosts:
-            if not os.path.exists(ep.known_hosts):  # noqa: ASYNC240 - one stat, as asyncssh's own read
-                if ep.host_key_policy is HostKeyPolicy.ACCEPT_NEW:
-                    raise asyncssh.HostKeyNotVerifiable("known_hosts file does not exist yet")
-                raise HostKeyError(
-                    f"{self.name}: known_hosts file {ep.known_hosts} does not exist, so no "
-                    "host key can be checked; create it or fix hosts.yaml"
-                )
-            options["known_hosts"] = ep.known_hosts
         if ep.proxy_jump:
             options["tunnel"] = ep.proxy_jump
         try:
-            return await asyncio.wait_for(
-                asyncssh.connect(ep.host, client_factory=lambda: _Client(self), **options),
-                ep.connect_timeout + 1,
-            )
-        except asyncssh.HostKeyNotVerifiable:
-            raise
+            return await asyncio.wait_for(self._dial(options), ep.connect_timeout + 1)
         except asyncssh.PermissionDenied as error:
-            who = ep.user or "the default user"
+            who = ep.user or (self._target.user if self._target else "the default user")
             keys = (
                 f"identity_file {ep.identity_file}"
                 if ep.identity_file
@@ -435,13 +428,14 @@ class SshLink:
                 ) from None
             raise HostUnreachable(f"{self.name}: connection lost while connecting") from None
         except ConnectionRefusedError:
-            port = ep.port or 22
+            port = self._target.port if self._target else ep.port or 22
             raise HostUnreachable(
                 f"{self.name}: connection refused on port {port} (is sshd running there?)"
             ) from None
         except socket.gaierror as error:
+            host = self._target.host if self._target else ep.host
             raise HostUnreachable(
-                f"{self.name}: host name {ep.host!r} not found ({error.strerror})"
+                f"{self.name}: host name {host!r} not found ({error.strerror})"
             ) from None
         except asyncssh.DisconnectError as error:
             raise HostUnreachable(
@@ -454,71 +448,48 @@ class SshLink:
         except ValueError as error:  # asyncssh's own "bad config" errors (unreadable key, …)
             raise TransportError(f"{self.name}: {error}") from None
 
-    def _known_hosts_path(self) -> Path:
-        return Path(self.endpoint.known_hosts or "~/.ssh/known_hosts").expanduser()
-
-    def _known_hosts_name(self) -> str:
-        """The host as known_hosts writes it: ``host``, or ``[host]:port`` off port 22."""
+    async def _dial(self, kwargs: dict[str, object]) -> asyncssh.SSHClientConnection:
+        """One connection, its host key checked as OpenSSH would (see
+        :mod:`tui.remote.hostkeys`) against the known_hosts files, host name, port and
+        alias that this connection's own options resolve ``~/.ssh/config`` to."""
         ep = self.endpoint
-        port = ep.port or 22
-        return ep.host if port == 22 else f"[{ep.host}]:{port}"
-
-    def _host_listed(self) -> bool:
-        """Whether known_hosts lists any key for this host (then a mismatch is a change)."""
-        path = self._known_hosts_path()
-        if not path.exists():
-            return False
-        try:
-            keys = asyncssh.match_known_hosts(
-                str(path), self.endpoint.host, self.endpoint.host, self.endpoint.port or 22
-            )
-        except (OSError, ValueError):
-            return False
-        return any(keys[:3])
-
-    async def _server_key(self) -> asyncssh.SSHKey | None:
-        ep = self.endpoint
-        try:
-            return await asyncio.wait_for(
-                asyncssh.get_server_host_key(ep.host, ep.port or 22, tunnel=ep.proxy_jump or ()),
-                ep.connect_timeout + 1,
-            )
-        except (OSError, asyncssh.Error, asyncio.TimeoutError):
-            return None
-
-    async def _record_host_key(self) -> None:
-        key = await self._server_key()
-        if key is None:
-            raise HostUnreachable(f"{self.name}: could not read the server's host key")
-        path = self._known_hosts_path()
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        name = self._known_hosts_name()
-        public = key.export_public_key("openssh").decode().split()
-        with path.open("a", encoding="utf-8") as out:
-            out.write(f"{name} {public[0]} {public[1]}\n")
-
-    async def _host_key_error(self) -> HostKeyError:
-        path = self._known_hosts_path()
-        name = self._known_hosts_name()
-        key = await self._server_key()
-        offered = f"{key.get_algorithm()} {key.get_fingerprint()}" if key else "a key"
-        port = self.endpoint.port or 22
-        if self._host_listed():
-            return HostKeyError(
-                f"{self.name}: HOST KEY CHANGED — {path} lists another key for {name}, but the "
-                f"server offers {offered}. This may be an attack or a reinstalled host; only if "
-                f"you know why, remove the old key with: ssh-keygen -R '{name}' -f {path}"
-            )
-        keyscan = (
-            f"ssh-keyscan -p {port} {self.endpoint.host}"
-            if port != 22
-            else (f"ssh-keyscan {self.endpoint.host}")
+        self._target = None
+        # ``config=()`` as connect() passes it: read ~/.ssh/config (the default here is not to).
+        options = await asyncssh.SSHClientConnectionOptions.construct(
+            config=(), host=ep.host, **kwargs
         )
-        return HostKeyError(
-            f"{self.name}: host key not known ({offered} is not in {path}). Check the "
-            f"fingerprint with the host's owner, then add it: {keyscan} >> {path} "
-            "(or set host_key_policy: accept-new for this host in hosts.yaml)"
+        target = self._target = resolve(options, ep.known_hosts)
+        try:
+            known = await asyncio.to_thread(KnownHosts.load, target.files)
+        except HostKeyError as error:
+            raise HostKeyError(f"{self.name}: {error.message}") from None
+        check = HostKeyCheck(
+            target, known, accept_new=ep.host_key_policy is HostKeyPolicy.ACCEPT_NEW
         )
+        if options.config.get("HostKeyAlgorithms") is None:  # the ssh config's choice wins
+            kwargs = {**kwargs, "server_host_key_algs": check.host_key_algorithms()}
+        try:
+            conn = await asyncssh.connect(
+                ep.host,
+                options=options,
+                **kwargs,  # again: connect() would reset the port and tunnel otherwise
+                known_hosts=check.known_hosts,
+                client_factory=lambda: _Client(self, check),
+            )
+        except asyncssh.HostKeyNotVerifiable as error:
+            raise HostKeyError(check.refusal(self.name, error.reason)) from None
+        except (asyncssh.Error, OSError):
+            # A login refused after the handshake: the key was accepted all the same,
+            # and OpenSSH records it then too.
+            with contextlib.suppress(HostKeyError):
+                await asyncio.to_thread(check.record)
+            raise
+        try:
+            await asyncio.to_thread(check.record)
+        except HostKeyError as error:
+            conn.close()
+            raise HostKeyError(f"{self.name}: {error.message}") from None
+        return conn
 
     async def close(self) -> None:
         self._closed = True
