@@ -12,12 +12,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
-import shlex
 
 from tui.cli import add_config_option, add_json_option
 from tui.commands import say
 from tui.commands.ui import resolve
 from tui.config import Host, Service, load_config
+from tui.core.secrets import command_text
 from tui.errors import UsageError
 from tui.ops.kill import KillTarget, check_grace, kill_run, outcome_of
 from tui.ops.relaunch import DEFAULT_TIMEOUT, WaitProgress, WaitResult
@@ -125,7 +125,7 @@ async def _relaunch(host: Host, service: Service, args: argparse.Namespace) -> i
                 ok=False,
             )
             raise
-        command = shlex.join(launched.argv)
+        command = command_text(launched.argv)
         moved = f"; old log renamed to {launched.rotated_to}" if launched.rotated_to else ""
         say(
             args.json,

@@ -18,6 +18,7 @@ from tui.config import Config, Host, MetricsSource, Service, load_config
 from tui.core.report import ServiceReport
 from tui.core.runs import Assessment, exit_status
 from tui.core.sanitize import printable
+from tui.core.secrets import redact_argv
 
 #: Seconds between the two /metrics readings of a ``metrics: prometheus`` service.
 SCRAPE_GAP = 1.0
@@ -153,7 +154,7 @@ def to_json(assessments: Sequence[Assessment]) -> dict[str, object]:
                 "started_at": _iso(a.run.root.start_time, offset),
                 "boot_id": a.boot_id,
                 "start_ticks": a.run.root.start_ticks,
-                "cmdline": list(a.run.root.cmdline),
+                "cmdline": list(redact_argv(a.run.root.cmdline)),
                 "pids": list(a.run.pids),
             }
         log = None

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from tui.core.engines import ARGS_HEADS
 from tui.core.metrics import Engine
+from tui.core.secrets import Redacted, is_mask, redact_argv, redact_value, secret_name
 
 # --- argv -------------------------------------------------------------------------
 
@@ -140,7 +141,9 @@ class FlagSet:
     own options from the server's). ``flags`` maps normalised names to their
     last occurrence (argparse keeps the last), in the order those came. A first
     positional after ``serve`` is vLLM's model and is also given as ``--model``.
-    ``engine`` is what the program names, if it names one.
+    ``engine`` is what the program names, if it names one. Secrets are redacted
+    (:func:`tui.core.secrets.redact_argv`) before anything else reads the words: a
+    secret's value is a :class:`~tui.core.secrets.Redacted` word, compared by digest.
     """
 
     argv: tuple[str, ...]
@@ -151,7 +154,7 @@ class FlagSet:
 
     @classmethod
     def parse(cls, argv: Sequence[str]) -> FlagSet:
-        argv = tuple(argv)
+        argv = redact_argv(argv)
         program, rest = _split_program(argv)
         engine = _engine_of(program)
         positionals: list[str] = []
@@ -167,7 +170,10 @@ class FlagSet:
             if name.startswith("--"):
                 name = "--" + name[2:].replace("_", "-")
             if eq:
-                values: tuple[str, ...] = (inline,)
+                # A redacted ``--api-key=…`` gives its value with the digest it carries.
+                values: tuple[str, ...] = (
+                    token.tail(len(name) + 1) if isinstance(token, Redacted) else inline,
+                )
             elif name in SWITCHES or name.startswith(_SWITCH_PREFIXES):
                 values = ()
             else:
@@ -332,8 +338,9 @@ def parse_reported(line: str, offset: int | None = None) -> ReportedArgs | None:
         key_text, sep, value_text = _split_pair(item, separator)
         if not sep:
             continue
-        key = _literal(key_text) if closer == "}" else key_text.strip()
-        values[str(key)] = _literal(value_text)
+        key = str(_literal(key_text) if closer == "}" else key_text.strip())
+        value = _literal(value_text)
+        values[key] = _redacted(value) if secret_name(key) else value
     return ReportedArgs(fmt, values, truncated=not complete, offset=offset)
 
 
@@ -375,6 +382,16 @@ def _split_pair(item: str, separator: str) -> tuple[str, str, str]:
     if match is None:
         return item, "", ""
     return match.group(1), ":", item[match.end() :]
+
+
+def _redacted(value: object) -> object:
+    """A reported secret as a redacted word, its digest that of the text the command line
+    would carry (``api_key='sk-…'`` and ``--api-key sk-…`` compare equal)."""
+    if isinstance(value, Unparsed):
+        return redact_value(value.text)
+    if value is None or isinstance(value, bool):
+        return value
+    return redact_value(value if isinstance(value, (str, int, float)) else _text(value))
 
 
 def _literal(text: str) -> object:
@@ -513,6 +530,8 @@ def launch_diff(
     aliases = ALIASES[engine] if engine is not None else {}
     for key, value in (reported.values if reported else {}).items():
         report.setdefault(aliases.get(key, key), value)
+    # A secret the server printed masked (``'<redacted>'``) is shown, never compared.
+    masked = {d for d, v in report.items() if secret_name(d) and is_mask(v)}
     dests = list(want_flags)
     dests += [d for d in have_flags if d not in want_flags]
     if reported is not None and not reported.format.complete:
@@ -523,7 +542,9 @@ def launch_diff(
     sources = _Sources(want, have, reported)
     for dest in dests:
         wanted, running = want_flags.get(dest), have_flags.get(dest)
-        status, change = sources.classify(wanted, running, dest in report, report.get(dest))
+        status, change = sources.classify(
+            wanted, running, dest in report, report.get(dest), masked=dest in masked
+        )
         if change is not None:
             changed.append(change)
         shown = wanted or running
@@ -560,13 +581,19 @@ class _Sources:
     reported: ReportedArgs | None
 
     def classify(
-        self, wanted: Flag | None, running: Flag | None, in_report: bool, reported: object
+        self,
+        wanted: Flag | None,
+        running: Flag | None,
+        in_report: bool,
+        reported: object,
+        *,
+        masked: bool = False,
     ) -> tuple[FlagStatus, FlagChange | None]:
         if wanted is None:
             return self._unintended(running), None
         if self.have is not None and (running is None or not same(wanted.value(), running.value())):
             return self._against_argv(wanted, running)
-        if self.reported is None:
+        if self.reported is None or masked:
             return (FlagStatus.SAME if self.have else FlagStatus.UNCHECKED), None
         if in_report:
             return self._against_report(wanted, reported)

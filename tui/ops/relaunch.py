@@ -15,6 +15,7 @@ it. Each tick also checks that the process (pid + start time) still lives.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import getpass
 import json
 import os
@@ -31,6 +32,7 @@ from tui.core.engines import TELLING_LINES, failure_lines
 from tui.core.follow import Start
 from tui.core.logcursor import EventKind, EventRow, LogCursor, LogLine
 from tui.core.runs import Assessment, Verdict
+from tui.core.secrets import redact_argv
 from tui.errors import BabysitError
 from tui.remote.agentcall import run_agent
 from tui.remote.follow import Follower
@@ -71,7 +73,7 @@ class LaunchFailed(BabysitError):
 
 @dataclass(frozen=True)
 class Launched:
-    """The new run, exactly as recorded on the host."""
+    """The new run, exactly as recorded on the host; ``argv`` with its secrets redacted."""
 
     run_id: str
     pid: int
@@ -161,9 +163,14 @@ async def launch(transport: Transport, service: Service, *, keep: int | None = N
     """Start the service's launch command; the pid within a second, or why it failed."""
     if service.launch is None:
         raise LaunchRefused(f"{service.label}: hosts.yaml has no launch: for this service")
+    # The request travels on the agent's stdin (tui.remote.agentcall), so neither the
+    # command nor the env is ever in a command line on the host but the server's own;
+    # what the agent writes down (the log's marker line, the run record) is ``shown``.
+    shown = redact_argv(service.launch.command)
     args = {
         "mode": "launch",
         "argv": list(service.launch.command),
+        "shown_argv": list(shown),
         "cwd": service.launch.cwd,
         "env": dict(service.launch.env),
         "log": service.log,
@@ -184,7 +191,7 @@ async def launch(transport: Transport, service: Service, *, keep: int | None = N
         dev=answer["dev"],
         inode=answer["inode"],
         launch_offset=answer["launch_offset"],
-        argv=tuple(answer["argv"]),
+        argv=shown,
         rotated_to=answer.get("rotated"),
     )
 
@@ -336,10 +343,12 @@ def audit(
     ok: bool,
 ) -> None:
     """Append the action and its outcome to the audit log on this machine:
-    $BABYSIT_STATE/actions.jsonl, by default ~/.local/state/babysit/actions.jsonl."""
+    $BABYSIT_STATE/actions.jsonl, by default ~/.local/state/babysit/actions.jsonl.
+    The command is kept with its secrets redacted; the file is the user's alone (0600,
+    in folders made 0700)."""
     state = os.environ.get("BABYSIT_STATE", "~/.local/state/babysit")
     path = os.path.join(os.path.expanduser(state), "actions.jsonl")
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    private_folder(os.path.dirname(path))
     record = {
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "user": who(),
@@ -347,9 +356,24 @@ def audit(
         "service": service.name,
         "action": action,
         "identity": identity,
-        "command": command,
+        "command": None if command is None else list(redact_argv(command)),
         "ok": ok,
         "result": result,
     }
-    with open(path, "a", encoding="utf-8") as out:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "a", encoding="utf-8") as out:
+        if os.fstat(fd).st_mode & 0o077:  # written by an older babysit, readable by others
+            with contextlib.suppress(PermissionError):
+                os.fchmod(fd, 0o600)
         out.write(json.dumps(record) + "\n")
+
+
+def private_folder(path: str) -> None:
+    """Make the folder ``path`` and its missing parents, each one mode 0700."""
+    missing = []
+    while path and not os.path.isdir(path):
+        missing.append(path)
+        path = os.path.dirname(path.rstrip(os.sep))
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(folder, 0o700)

@@ -47,6 +47,7 @@ refresh every few seconds costs no new python3 (nor, over SSH, a new session).
 
 import binascii
 import datetime
+import errno
 import json
 import os
 import re
@@ -1924,11 +1925,10 @@ class KillLog(object):
         if not self.saved:
             return
         try:
-            folder = os.path.dirname(self.path)
-            if not os.path.isdir(folder):
-                os.makedirs(folder)
+            private_folder(os.path.dirname(self.path))
             part = self.path + ".part"
-            with open(part, "w") as out:
+            fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as out:
                 out.write(json.dumps(self.record))
             os.rename(part, self.path)
         except OSError:
@@ -2268,6 +2268,38 @@ def alive(args):
     return 0
 
 
+def private_folder(path):
+    """Make the folder ``path`` and its missing parents, each one mode 0700 (babysit's
+    records on a host are its user's alone)."""
+    missing = []
+    while path and not os.path.isdir(path):
+        missing.append(path)
+        path = os.path.dirname(path.rstrip(os.sep))
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, 0o700)
+        except OSError as error:
+            if error.errno != errno.EEXIST:
+                raise
+
+
+def append_private(path, text):
+    """Append ``text`` to the file ``path``, mode 0600 (made so if an older babysit left
+    it readable by others)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        if os.fstat(fd).st_mode & 0o077:
+            try:
+                os.fchmod(fd, 0o600)
+            except OSError:
+                pass
+        data = text.encode("utf-8")
+        while data:
+            data = data[os.write(fd, data) :]
+    finally:
+        os.close(fd)
+
+
 def rotate_log(path, keep):
     """Rename the log to ``<log>.<YYYYmmdd-HHMMSS>`` and keep the newest ``keep`` of those.
 
@@ -2331,9 +2363,13 @@ def launch(args):
     )
     st = os.fstat(log_fd)
     offset = st.st_size
+    # The env and the argv came on stdin: the server gets its environment from execvpe,
+    # never from a command line. What is written down (the marker line, the run record)
+    # is the argv with its secrets redacted, as babysit rendered it (``shown_argv``).
     env = dict(os.environ)
     env.update(args.get("env") or {})
     argv = args["argv"]
+    shown = args["shown_argv"]
     cwd = args.get("cwd") or os.path.expanduser("~")
     err_read, err_write = os.pipe()
     pid = os.fork()
@@ -2351,7 +2387,7 @@ def launch(args):
                 args["run_id"],
                 me,
                 time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                json.dumps(argv),
+                json.dumps(shown),
             )
             os.write(1, marker.encode("utf-8"))
             keep = {0, 1, 2, err_write}
@@ -2395,16 +2431,14 @@ def launch(args):
         "dev": st.st_dev,
         "inode": st.st_ino,
         "launch_offset": offset,
-        "argv": argv,
+        "argv": shown,
         "cwd": cwd,
         "env_keys": sorted((args.get("env") or {}).keys()),
         "who": args.get("who"),
     }
     record_dir = os.path.expanduser(args["record_dir"])
-    if not os.path.isdir(record_dir):
-        os.makedirs(record_dir)
-    with open(os.path.join(record_dir, "runs.jsonl"), "a") as out:
-        out.write(json.dumps(record) + "\n")
+    private_folder(record_dir)
+    append_private(os.path.join(record_dir, "runs.jsonl"), json.dumps(record) + "\n")
     emit_line("launched", rotated=rotated, **record)
     return 0
 

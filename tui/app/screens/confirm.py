@@ -10,8 +10,6 @@ saw, so what is confirmed is what is shown.
 from __future__ import annotations
 
 import contextlib
-import re
-import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -29,14 +27,13 @@ from textual.widgets import Button, Static
 from tui.config import LaunchSpec, Service
 from tui.core.runs import Assessment, Run
 from tui.core.sanitize import printable
+from tui.core.secrets import command_text, redact_env
 from tui.core.units import human_age, human_size
 from tui.ops.relaunch import DEFAULT_TIMEOUT
 from tui.remote.probe import READY_PATTERNS
 
 #: Children listed by pid before the rest are only counted.
 MAX_CHILDREN_SHOWN = 16
-#: Env values whose name matches this are not drawn (they are still passed on).
-SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|CREDENTIAL|PRIVATE", re.I)
 #: The GPU fact until the host has answered.
 GPU_CHECKING = "checking …"
 
@@ -122,13 +119,12 @@ def gpu_text(checks: Mapping[str, object] | None, pids: Sequence[int]) -> str:
 
 
 def env_text(env: Mapping[str, str]) -> str:
+    """The variables the launch adds, secret values redacted (they are still passed on)."""
     if not env:
         return "nothing added (the host's login environment)"
     return "\n".join(
-        printable(f"{key}=<hidden, {len(value)} characters>")
-        if SECRET_NAME.search(key)
-        else printable(f"{key}={shlex.quote(value)}")
-        for key, value in sorted(env.items())
+        printable(f"{key}={command_text([value])}")
+        for key, value in sorted(redact_env(env).items())
     )
 
 
@@ -164,7 +160,7 @@ def kill_facts(service: Service, a: Assessment, run: Run) -> list[Fact]:
             f"{host_clock(a, root.start_time)} on the host's clock, "
             f"{human_age(a.checked_at - root.start_time)} ago",
         ),
-        Fact("command", printable(shlex.join(root.cmdline)) or "(unreadable)"),
+        Fact("command", printable(command_text(root.cmdline)) or "(unreadable)"),
         Fact("children", children_text(run)),
         Fact("GPU memory", GPU_CHECKING, key="gpu"),
         Fact(
@@ -176,7 +172,7 @@ def kill_facts(service: Service, a: Assessment, run: Run) -> list[Fact]:
 
 def launch_facts(service: Service, spec: LaunchSpec, a: Assessment) -> list[Fact]:
     return [
-        Fact("command", printable(shlex.join(spec.command))),
+        Fact("command", printable(command_text(spec.command))),
         Fact("cwd", printable(spec.cwd) if spec.cwd else "the login user's home directory"),
         Fact("env", env_text(spec.env)),
         Fact("log", log_text(service, a)),
