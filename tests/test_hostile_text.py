@@ -25,7 +25,7 @@ from support.fake_agent import install
 from support.servers import REPO, Server, free_port, service_yaml
 from support.sshd import SESSION_PATH, Sshd, start_sshd
 from support.wait import wait_until
-from test_app_actions import modal_of, until
+from test_app_actions import kill_port, modal_of, until
 from test_app_host_screen import screen_text
 
 from tui.app.app import BabysitApp
@@ -247,6 +247,32 @@ def test_check_shows_the_hosts_user_hostname_kernel_and_python_escaped(
     finally:
         for shim in made:
             shim.unlink()
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        ({"t": "failed", "message": PAYLOAD}, "the server did not start"),
+        ({"t": "launched", "pid": "1234"}, "answer to the launch was unreadable"),
+    ],
+    ids=["hostile-message", "bad-shape"],
+)
+def test_relaunch_progress_shows_the_hosts_words_escaped_and_never_guesses(
+    hostile: tuple[Sshd, Path], tmp_path: Path, answer: dict[str, object], said: str
+) -> None:
+    server, control = hostile
+    port = free_port()
+    config = config_for(tmp_path, server, tmp_path / "server.log", port)
+    answer_with(control, ["launch"], json.dumps(answer))
+    try:
+        result = run_cli("relaunch", "h/qwen", "--config", str(config))
+        output = decoded(result.stdout) + decoded(result.stderr)
+        assert result.returncode != 0, output
+        assert said in output, output
+        assert "Traceback" not in output
+        assert_clean(output, shown=answer["t"] == "failed")
+    finally:
+        kill_port(port)  # the real agent did start the server: its answer was changed
 
 
 # ---------------------------------------------------------------------- item 9: bad answers

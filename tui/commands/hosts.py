@@ -7,6 +7,7 @@ import json
 
 from tui.cli import add_config_option, add_json_option
 from tui.config import Config, load_config
+from tui.core.secrets import redact_argv, redact_env
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -42,9 +43,9 @@ def to_json(config: Config) -> dict[str, object]:
                         "launch": None
                         if service.launch is None
                         else {
-                            "command": list(service.launch.command),
+                            "command": list(redact_argv(service.launch.command)),
                             "cwd": service.launch.cwd,
-                            "env": dict(service.launch.env),
+                            "env": redact_env(service.launch.env),
                         },
                     }
                     for service in host.services.values()

@@ -120,7 +120,7 @@ class Fields:
     def __contains__(self, name: str) -> bool:
         return name in self.data
 
-    def keys(self) -> Iterator[str]:
+    def __iter__(self) -> Iterator[str]:
         return iter(self.data)
 
     def _at(self, name: str) -> str:

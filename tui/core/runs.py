@@ -16,6 +16,7 @@ from datetime import datetime, timedelta, timezone
 
 from tui.core.answers import AnswerError, Fields, read
 from tui.core.sanitize import printable
+from tui.core.secrets import redact_argv
 from tui.core.units import human_age
 
 
@@ -105,7 +106,8 @@ class Process:
             start_ticks=data.integer("start_ticks"),
             start_time=data.time("start_time"),
             user=data.opt_string("user"),
-            cmdline=data.strings("cmdline"),
+            # A secret's value (--api-key sk-…) never enters babysit's data: only its digest.
+            cmdline=redact_argv(data.strings("cmdline")),
             cwd=data.opt_string("cwd"),
             sources=data.strings("sources"),
             files=None if files is None else tuple(OpenFile.from_json(f) for f in files),

@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from tui.config import Host, Service
-from tui.core.answers import AnswerError, decode
+from tui.core.answers import AnswerError, Fields, decode
 from tui.core.engines import TELLING_LINES, failure_lines
 from tui.core.follow import Start
 from tui.core.logcursor import EventKind, EventRow, LogCursor, LogLine
@@ -110,7 +110,7 @@ def who() -> str:
     return f"{getpass.getuser()}@{socket.gethostname()}"
 
 
-async def _action(transport: Transport, args: dict[str, object], timeout: float = 30.0) -> dict:
+async def _action(transport: Transport, args: dict[str, object], timeout: float = 30.0) -> Fields:
     result = (await run_agent(transport, args, timeout=timeout)).completed
     lines = [x for x in result.stdout.splitlines() if x.strip()]
     if not lines:
@@ -119,7 +119,7 @@ async def _action(transport: Transport, args: dict[str, object], timeout: float 
             f"({result.stderr_line() or f'exit status {result.exit_status}'})"
         )
     try:
-        return decode(lines[-1], f"the agent's answer to {args.get('mode')}").plain()
+        return decode(lines[-1], f"the agent's answer to {args.get('mode')}")
     except AnswerError as error:
         raise LaunchFailed(f"{transport.chain_text}: {error}") from None
 
@@ -154,9 +154,37 @@ def check_preconditions(
 
 
 async def preflight(transport: Transport, service: Service) -> dict:
-    return await _action(
+    """Who holds the port and the service's GPUs: ``port_owners`` (pids), ``gpus`` (index
+    → uuid) and ``gpu_apps`` (what nvidia-smi lists; None when it did not answer)."""
+    answer = await _action(
         transport, {"mode": "preflight", "port": service.port, "gpus": list(service.gpus)}
     )
+    try:
+        gpus = answer.opt_child("gpus")
+        apps = None if answer.data.get("gpu_apps") is None else answer.children("gpu_apps")
+        return {
+            "port_owners": _ints(answer, "port_owners"),
+            "gpus": {} if gpus is None else {k: gpus.string(k) for k in gpus},
+            "gpu_apps": None
+            if apps is None
+            else [
+                {
+                    "pid": app.integer("pid"),
+                    "used_mib": app.opt_integer("used_mib") or 0,
+                    "gpu_uuid": app.opt_string("gpu_uuid"),
+                }
+                for app in apps
+            ],
+        }
+    except AnswerError as error:
+        raise LaunchFailed(f"{transport.chain_text}: {error}") from None
+
+
+def _ints(answer: Fields, name: str) -> list[int]:
+    values = answer.values(name)
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        raise AnswerError(f"{answer.where}: {name}", "is not a list of whole numbers")
+    return values  # type: ignore[return-value]
 
 
 async def launch(transport: Transport, service: Service, *, keep: int | None = None) -> Launched:
@@ -180,27 +208,38 @@ async def launch(transport: Transport, service: Service, *, keep: int | None = N
         "who": who(),
     }
     answer = await _action(transport, args)
-    if answer.get("t") != "launched":
-        raise LaunchFailed(f"{service.label}: the server did not start: {answer.get('message')}")
-    return Launched(
-        run_id=answer["run_id"],
-        pid=answer["pid"],
-        start_ticks=answer["start_ticks"],
-        boot_id=answer["boot_id"],
-        log=answer["log_path"],
-        dev=answer["dev"],
-        inode=answer["inode"],
-        launch_offset=answer["launch_offset"],
-        argv=shown,
-        rotated_to=answer.get("rotated"),
-    )
+    try:
+        if answer.opt_string("t") != "launched":
+            said = answer.opt_string("message") or "no reason given"
+            raise LaunchFailed(f"{service.label}: the server did not start: {said}")
+        return Launched(
+            run_id=answer.string("run_id"),
+            pid=answer.integer("pid"),
+            start_ticks=answer.integer("start_ticks"),
+            boot_id=answer.string("boot_id"),
+            log=answer.string("log_path"),
+            dev=answer.integer("dev"),
+            inode=answer.integer("inode"),
+            launch_offset=answer.integer("launch_offset"),
+            argv=shown,
+            rotated_to=answer.opt_string("rotated"),
+        )
+    except AnswerError as error:
+        # The host started something, maybe: its answer cannot say what. Never a guess.
+        raise LaunchFailed(
+            f"{service.label}: the host's answer to the launch was unreadable ({error}); "
+            "check with babysit status before launching again"
+        ) from None
 
 
 async def is_alive(transport: Transport, launched: Launched) -> bool:
     answer = await _action(
         transport, {"mode": "alive", "pid": launched.pid, "start_ticks": launched.start_ticks}
     )
-    return bool(answer.get("alive"))
+    try:
+        return answer.flag("alive")
+    except AnswerError as error:
+        raise LaunchFailed(f"{transport.chain_text}: {error}") from None
 
 
 async def wait_ready(

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import shlex
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
@@ -69,6 +68,7 @@ from tui.core.metrics import (
 from tui.core.report import ServiceReport, run_writes_log
 from tui.core.runs import Assessment, Run, Verdict, unknown
 from tui.core.sanitize import printable
+from tui.core.secrets import command_text
 from tui.errors import BabysitError
 from tui.ops.kill import KillOutcome, KillTarget, outcome_of
 from tui.ops.relaunch import (
@@ -681,7 +681,7 @@ class HostScreen(Screen[None]):
             await self._audit("relaunch", None, None, str(error), ok=False)
             raise
         moved = f"; old log renamed to {launched.rotated_to}" if launched.rotated_to else ""
-        self.note(f"relaunch: started pid {launched.pid}: {shlex.join(launched.argv)}{moved}")
+        self.note(f"relaunch: started pid {launched.pid}: {command_text(launched.argv)}{moved}")
         identity: dict[str, object] = {
             "boot_id": launched.boot_id,
             "pid": launched.pid,
