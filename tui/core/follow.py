@@ -301,9 +301,16 @@ class FollowState:
         return list(self.splitter.flush())
 
     def _on_error(self, frame: Frame) -> list[Row]:
+        """The host cannot read what was asked (``path`` and ``file_type`` when it is the
+        file at the path: not there as a regular file)."""
+        data = {
+            key: frame.fields[key]
+            for key in ("path", "file_type")
+            if isinstance(frame.fields.get(key), str)
+        }
         return [
             *self._reconnect_said("the follower reports an error"),
-            self._event(EventKind.ERROR, str(frame.fields.get("message"))),
+            self._event(EventKind.ERROR, str(frame.fields.get("message")), **data),
         ]
 
     # ---------------------------------------------------------------- connection

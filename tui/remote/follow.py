@@ -99,8 +99,8 @@ class Follower:
                             yield batch
                     stderr = await process.read_stderr()
                     status = await process.wait()
-                if not self.follow and self.state.eof:
-                    return
+                if not self.follow and (self.state.eof or status == 0):
+                    return  # the end, or the agent said why it read nothing (missing, …)
                 message = stderr.decode("utf-8", "replace").strip().splitlines()
                 detail = message[-1] if message else f"exit status {status}"
                 if status == 127:
