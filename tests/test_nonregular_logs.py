@@ -6,7 +6,8 @@ folder is a file: `babysit tail` (text and JSON), the probe's log facts and the 
 screen's log pane each say what it is in the same words; `tail -f` waits for a
 regular file there without repeating itself. Killing the babysit that follows one
 (SIGKILL: no cleanup) leaves no agent of that follow on the host, over every
-transport.
+transport, and an agent blocked writing to a reader that stopped reading still ends
+when its stdin closes.
 """
 
 from __future__ import annotations
@@ -25,13 +26,13 @@ import psutil
 import pytest
 from support.agent_as import run_agent_as
 from support.sshd import Sshd
-from support.wait import wait_until
+from support.wait import eventually, wait_until
 
 from tui.app.app import BabysitApp
 from tui.app.widgets.log_view import LogView
 from tui.config import parse_config
 from tui.core.logcursor import EventKind, EventRow
-from tui.remote.agentcall import AGENT_MARK, run_agent
+from tui.remote.agentcall import AGENT_MARK, run_agent, stream_agent
 from tui.remote.probe import probe_request
 from tui.remote.transport import Transport
 
@@ -248,6 +249,42 @@ def test_killing_babysit_that_follows_a_fifo_leaves_no_agent_on_the_host(
         proc.send_signal(signal.SIGKILL)  # no cleanup of any kind
         proc.wait()
     wait_until(lambda: not still_running(agents), 10, f"agents {sorted(agents)} to end")
+
+
+async def test_an_agent_blocked_writing_ends_when_its_stdin_closes(
+    transport: Transport, tmp_path: Path
+) -> None:
+    """Its reader stopped reading (the pipe and the channel's window are full, so the
+    agent is blocked in a write) and then closed the agent's stdin: it ends."""
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    log = folder / "serve.log"
+    with log.open("wb") as handle:
+        handle.truncate(1 << 30)  # sparse: a GiB to send, and no disk used
+    request = {"path": str(log), "follow": True, "start": {"from_start": True}}
+    async with stream_agent(transport, request) as process:
+        agents = await eventually(lambda: agents_watching(folder), 15, "the agent")
+        await eventually(lambda: blocked_writing(agents), 15, "the agent blocked writing")
+        await process.close_stdin()
+        await eventually(lambda: not still_running(agents), 10, "the agent to end")
+        async for _ in process.chunks():  # what it wrote before it ended, then EOF
+            pass
+        await process.wait()
+
+
+def blocked_writing(agents: set[tuple[int, float]]) -> bool:
+    """Whether each agent is asleep in a write of its stdout (the reader reads nothing)."""
+    for pid, _ in agents:
+        try:
+            process = psutil.Process(pid)
+            if process.status() != psutil.STATUS_SLEEPING:
+                return False
+            wchan = Path(f"/proc/{pid}/wchan").read_text()
+        except (psutil.Error, OSError):
+            return False
+        if "pipe_write" not in wchan:
+            return False
+    return True
 
 
 # ---------------------------------------------------------------- the probe's log facts

@@ -30,8 +30,8 @@ has ``"n"``, exactly that many raw bytes. Frames:
 Invariants: data frames of one file are contiguous (each starts where the last
 ended) unless a ``truncated`` frame comes between; before switching to a new
 file at the path, the old one is read to its end; the agent exits when its
-stdin or stdout closes, so it dies with its channel. Only a regular file is
-ever read (open_file).
+stdin or stdout closes, so it dies with its channel, even while busy or blocked
+(watch_channel). Only a regular file is ever read (open_file).
 
 ``head`` and ``anchor`` (hex) are a file's first bytes and the bytes just before
 a position. A cursor to resume at carries them; the agent resumes there only if
@@ -293,7 +293,7 @@ class Agent(object):
         self.refused = None
         self.writer_gone_said = False
         self.inotify = Inotify()
-        self.wake_fds = [fd for fd in (stdin_fd, self.inotify.fd) if fd is not None and fd >= 0]
+        self.wake_fds = [fd for fd in (self.inotify.fd,) if fd >= 0]
 
     # ------------------------------------------------------------------ start
 
@@ -648,16 +648,12 @@ class Agent(object):
             ready, _, _ = select.select(self.wake_fds, [], [], timeout)
         except InterruptedError:
             return
-        if self.stdin_fd in ready:
-            try:
-                if not os.read(self.stdin_fd, 4096):
-                    raise Closed() from None
-            except OSError:
-                raise Closed() from None
         if self.inotify.fd in ready:
             self.inotify.drain()
 
     def run(self):
+        if self.stdin_fd is not None:
+            watch_channel(self.stdin_fd)
         self.start()
         self.out.flush()
         idle = ACTIVE_POLL
@@ -691,6 +687,26 @@ class Agent(object):
             else:
                 self.wait(idle)
                 idle = min(idle * 1.5, POLL_BACKOFF_LIMIT)
+
+
+def watch_channel(fd):
+    """End this process as soon as ``fd`` (our stdin, the channel babysit holds) reads
+    EOF, whatever the main thread is doing: busy reading, blocked writing to a reader
+    that stopped reading, or blocked in a call that does not return. Nothing more is
+    sent on stdin while following, so EOF is the only thing read here."""
+    import threading
+
+    def watch():
+        try:
+            while os.read(fd, 4096):
+                pass
+        except OSError:
+            pass
+        os._exit(0)
+
+    thread = threading.Thread(target=watch, name="channel")
+    thread.daemon = True
+    thread.start()
 
 
 def tail_offset(fd, size, lines):
