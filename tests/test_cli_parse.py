@@ -6,6 +6,7 @@ import io
 import json
 import os
 import random
+import socket
 import subprocess
 import sys
 import threading
@@ -171,10 +172,66 @@ def test_a_file_without_metric_lines_exits_1(tmp_path: Path, capsys) -> None:
 
 def test_a_missing_file_is_a_usage_error(tmp_path: Path, capsys) -> None:
     assert main(["parse", str(tmp_path / "nope.log")]) == 2
-    assert "cannot read" in capsys.readouterr().err
+    assert capsys.readouterr().err == f"babysit: {tmp_path / 'nope.log'} does not exist\n"
     assert main(["parse", str(tmp_path / "nope.log"), "--json"]) == 2
     envelope = json.loads(capsys.readouterr().out)
     assert envelope["ok"] is False and envelope["error"]["kind"] == "usage"
+
+
+def not_regular(kind: str, tmp_path: Path) -> tuple[str, str]:
+    """A path of ``kind`` that is no regular file, and what ``parse`` says of it."""
+    only = "not a regular file; babysit reads only regular files"
+    path = tmp_path / "serve.log"
+    if kind == "fifo":
+        os.mkfifo(path)
+        return str(path), f"{path} is a FIFO (named pipe), {only}"
+    if kind == "dev-zero":
+        return "/dev/zero", f"/dev/zero is a character device, {only}"
+    if kind == "directory":
+        path.mkdir()
+        return str(path), f"{path} is a directory, {only}"
+    if kind == "socket":
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.bind(str(path))
+        return str(path), f"{path} is a socket, {only}"
+    if kind == "link-to-fifo":
+        fifo = tmp_path / "fifo"
+        os.mkfifo(fifo)
+        path.symlink_to(fifo)
+        return str(path), f"{path} (a symbolic link to {fifo}) is a FIFO (named pipe), {only}"
+    if kind == "folder-is-a-file":
+        path.write_text("a file\n")
+        inner = path / "x.log"
+        return str(inner), f"{inner} cannot exist: {path} is a regular file, not a directory"
+    raise ValueError(kind)
+
+
+@pytest.mark.parametrize(
+    "kind", ["fifo", "dev-zero", "directory", "socket", "link-to-fifo", "folder-is-a-file"]
+)
+def test_a_path_that_is_not_a_regular_file_is_one_line_and_never_read(
+    tmp_path: Path, kind: str
+) -> None:
+    """A FIFO would block the read, /dev/zero would never end: neither is read at all."""
+    path, said = not_regular(kind, tmp_path)
+    for json_out in (False, True):
+        result = subprocess.run(
+            [sys.executable, "-m", "tui", "parse", path, *(["--json"] if json_out else [])],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+            cwd=ROOT,
+        )
+        assert (result.returncode, result.stderr) == (2, f"babysit: {said}\n")
+        if json_out:
+            assert json.loads(result.stdout) == {
+                "schema": 1,
+                "ok": False,
+                "error": {"kind": "usage", "message": said},
+            }
+        else:
+            assert result.stdout == ""
 
 
 def test_long_lines_are_cut_and_offsets_stay_exact() -> None:

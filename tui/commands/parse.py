@@ -46,6 +46,7 @@ from tui.core.metrics import (
 )
 from tui.core.sanitize import clean_line, printable
 from tui.errors import UsageError
+from tui.remote.agent import cannot_read, open_file
 
 SCHEMA = 1
 RESERVOIR = 2048
@@ -94,11 +95,13 @@ def _open(path: str) -> Iterator[tuple[BinaryIO, float | None]]:
     if path == "-":
         yield sys.stdin.buffer, None
         return
+    # Opened the way the agent opens a log on a host, with the same words when it cannot
+    # be: only a regular file is read (a FIFO would block, /dev/zero never ends).
     try:
-        stream = open(path, "rb")  # noqa: SIM115 - closed below, after the last line
+        fd = open_file(path)
     except OSError as error:
-        raise UsageError(f"cannot read {printable(path)}: {error.strerror}") from None
-    with stream:
+        raise UsageError(printable(cannot_read(path, error))) from None
+    with os.fdopen(fd, "rb") as stream:
         yield stream, os.fstat(stream.fileno()).st_mtime
 
 

@@ -181,6 +181,7 @@ def to_json(assessments: Sequence[Assessment]) -> dict[str, object]:
                 "size": a.log.size,
                 "mtime": _iso(a.log.mtime, offset),
                 "written_by_pid": writer,
+                "problem": a.log.problem,
             }
         ready = {"seen": None, "at": None, "source": None}
         if a.ready is not None:

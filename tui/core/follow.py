@@ -306,9 +306,13 @@ class FollowState:
         return list(self.splitter.flush())
 
     def _on_error(self, frame: Frame) -> list[Row]:
+        """The host cannot read what was asked (``path`` and ``file_type`` when it is the
+        file at the path: not there as a regular file)."""
+        said = {key: frame.read.opt_string(key) for key in ("path", "file_type")}
+        data = {key: value for key, value in said.items() if value is not None}
         return [
             *self._reconnect_said("the follower reports an error"),
-            self._event(EventKind.ERROR, frame.read.opt_string("message") or "no message"),
+            self._event(EventKind.ERROR, frame.read.opt_string("message") or "no message", **data),
         ]
 
     # ---------------------------------------------------------------- connection

@@ -184,6 +184,9 @@ class LogState:
     mtime: float | None = None
     first_ts: float | None = None
     last_ts: float | None = None
+    #: Why the file at the path cannot be read, when the host says (not a regular file,
+    #: permission denied): in plain words.
+    problem: str | None = None
 
     @classmethod
     def from_json(cls, data: Fields) -> LogState:
@@ -197,6 +200,7 @@ class LogState:
             mtime=data.opt_time("mtime") if regular else None,
             first_ts=data.opt_time("first_ts"),
             last_ts=data.opt_time("last_ts"),
+            problem=data.opt_string("problem"),
         )
 
 
@@ -356,7 +360,7 @@ def assess(probe: ServiceProbe) -> Assessment:
             return Assessment(verdict=Verdict.UNKNOWN, summary=unreadable.lstrip("; "), **base)
         summary = f"no {engine} process on {probe.host}"
         if not log.exists:
-            summary += f" and no log at {path}"
+            summary += f"; {log.problem}" if log.problem else f" and no log at {path}"
         elif log.size == 0:
             changed = words.when(log.mtime or 0)
             summary += f"; this log is empty (inode {log.inode}, created or cut {changed})"
@@ -384,9 +388,10 @@ def assess(probe: ServiceProbe) -> Assessment:
     written = run.written()
     if not log.exists:
         doing = f"; it writes inode {written[0].inode} (deleted)" if written else ""
+        missing = log.problem or f"{path} does not exist"
         return Assessment(
             verdict=Verdict.NO_LOG,
-            summary=f"{words.started(run)} runs, but {path} does not exist{doing}{unreadable}",
+            summary=f"{words.started(run)} runs, but {missing}{doing}{unreadable}",
             run=run,
             writer_file=written[0] if written else None,
             **base,

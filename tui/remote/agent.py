@@ -24,12 +24,14 @@ has ``"n"``, exactly that many raw bytes. Frames:
     writer-gone {pid}
     lost      {dev, inode, offset}     the file to resume in is nowhere to be found
     eof       {dev, inode, offset}     (without --follow) everything was sent
-    error     {message}
+    error     {message, path, file_type}   path and file_type when the path is not a
+                                          regular file to read (see cannot_read)
 
 Invariants: data frames of one file are contiguous (each starts where the last
 ended) unless a ``truncated`` frame comes between; before switching to a new
 file at the path, the old one is read to its end; the agent exits when its
-stdin or stdout closes, so it dies with its channel.
+stdin or stdout closes, so it dies with its channel, even while busy or blocked
+(watch_channel). Only a regular file is ever read (open_file).
 
 ``head`` and ``anchor`` (hex) are a file's first bytes and the bytes just before
 a position. A cursor to resume at carries them; the agent resumes there only if
@@ -172,17 +174,102 @@ class Followed(object):
             pass
 
 
+class NotRegular(OSError):
+    """What was opened is not a regular file (a FIFO, a directory, a device, a socket)."""
+
+    def __init__(self, path, mode):
+        OSError.__init__(self, "%s is %s" % (path, file_kind(mode)))
+        self.mode = mode
+
+
+FILE_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISREG, "a regular file"),
+)
+
+
+def file_kind(mode):
+    for test, words in FILE_KINDS:
+        if test(mode):
+            return words
+    return "a special file"
+
+
 def open_file(path):
-    # O_NONBLOCK: a FIFO where a log was expected must not block the agent (a regular
-    # file's reads ignore the flag).
-    fd = os.open(
-        path,
-        os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0),
-    )
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    """A read-only fd on the regular file at ``path``; :class:`NotRegular` for anything else.
+
+    The type is decided by fstat on the fd itself, never by a stat before the open
+    (the path may name another file by then). The first open is O_PATH, which opens
+    nothing: a FIFO does not block, a device's driver is not called (a tape would
+    rewind, a watchdog would arm). Only a regular file is then opened for reading,
+    through that fd, so it is the very file that was checked. O_NONBLOCK on both:
+    a FIFO swapped in where O_PATH is missing must not block either (a regular
+    file's reads ignore the flag)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    o_path = getattr(os, "O_PATH", 0)
+    fd = None
+    if o_path:
+        handle = os.open(path, o_path | getattr(os, "O_CLOEXEC", 0))
+        try:
+            mode = os.fstat(handle).st_mode
+            if not stat.S_ISREG(mode):
+                raise NotRegular(path, mode)
+            try:
+                fd = os.open("/proc/self/fd/%d" % handle, flags)
+            except FileNotFoundError:  # no /proc: open the path itself, checked below
+                fd = None
+        except OSError as error:
+            if isinstance(error, NotRegular) or error.errno != 9:  # EBADF: fstat of O_PATH
+                raise  # (kernels before 3.6); opened the plain way below
+        finally:
+            os.close(handle)
+    if fd is None:
+        fd = os.open(path, flags)
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
         os.close(fd)
-        raise IsADirectoryError(path)
+        raise NotRegular(path, mode)
     return fd
+
+
+def cannot_read(path, error):
+    """One plain line for a log path that cannot be read (``error`` from open_file)."""
+    link = ""
+    if os.path.islink(path):
+        link = " (a symbolic link to %s)" % os.path.realpath(path)
+    if isinstance(error, NotRegular):
+        return "%s%s is %s, not a regular file; babysit reads only regular files" % (
+            path,
+            link,
+            file_kind(error.mode),
+        )
+    number = getattr(error, "errno", None)
+    if number == 2:  # ENOENT
+        return "%s does not exist" % path
+    if number == 20:  # ENOTDIR: a folder on the way is a file
+        parent = os.path.dirname(os.path.normpath(path))
+        while parent and parent != os.path.dirname(parent):
+            st = stat_or_none(parent)
+            if st is not None and not stat.S_ISDIR(st.st_mode):
+                return "%s cannot exist: %s is %s, not a directory" % (
+                    path,
+                    parent,
+                    file_kind(st.st_mode),
+                )
+            parent = os.path.dirname(parent)
+        return "%s cannot exist: a folder on its way is not a directory" % path
+    if number in (1, 13):  # EPERM, EACCES
+        return "%s%s cannot be read: permission denied to user %s" % (
+            path,
+            link,
+            user_name(os.geteuid()),
+        )
+    reason = getattr(error, "strerror", None) or str(error)
+    return "cannot open %s%s: %s" % (path, link, reason[:1].lower() + reason[1:])
 
 
 def stat_or_none(path):
@@ -202,10 +289,12 @@ class Agent(object):
         self.follow = args.get("follow", True)
         self.cur = None
         self.previous = []
-        self.missing_said = False
+        # Why the path is not being read, as last said ("missing", or the error's
+        # words): said once, and again only when it changes.
+        self.refused = None
         self.writer_gone_said = False
         self.inotify = Inotify()
-        self.wake_fds = [fd for fd in (stdin_fd, self.inotify.fd) if fd is not None and fd >= 0]
+        self.wake_fds = [fd for fd in (self.inotify.fd,) if fd >= 0]
 
     # ------------------------------------------------------------------ start
 
@@ -257,16 +346,27 @@ class Agent(object):
         )
 
     def open_path(self, start):
+        """Open the file at the path and start reading it; if it cannot be, say why (once
+        for the same reason) and leave ``cur`` empty, to be tried again."""
         try:
             fd = open_file(self.path)
-        except FileNotFoundError:
-            if not self.missing_said:
-                self.out.frame("missing", path=self.path)
-                self.missing_said = True
-            return
         except OSError as error:
-            self.out.frame("error", message="cannot open %s: %s" % (self.path, error.strerror))
+            if isinstance(error, FileNotFoundError):
+                if self.refused != "missing":
+                    self.out.frame("missing", path=self.path)
+                self.refused = "missing"
+                return
+            message = cannot_read(self.path, error)
+            if self.refused != message:
+                fields = {"path": self.path, "message": message}
+                if isinstance(error, NotRegular):
+                    fields["file_type"] = file_kind(error.mode)
+                self.out.frame("error", **fields)
+            self.refused = message
             return
+        if self.refused is not None:
+            self.out.frame("appeared", path=self.path)
+            self.refused = None
         followed = Followed(fd, self.path)
         size = os.fstat(fd).st_size
         if start.get("from_start"):
@@ -278,10 +378,11 @@ class Agent(object):
 
     def start_cursor(self, cursor):
         dev, inode, offset = cursor["dev"], cursor["inode"], cursor["offset"]
-        st = stat_or_none(self.path)
-        if st is not None and (st.st_dev, st.st_ino) == (dev, inode):
-            fd = open_file(self.path)
-            followed = Followed(fd, self.path)
+        try:
+            followed = Followed(open_file(self.path), self.path)
+        except OSError:
+            followed = None  # not there, or not a file to read: said when it is opened
+        if followed is not None:
             if (followed.dev, followed.inode) == (dev, inode):
                 self.resume_at(followed, cursor, at_path=True)
                 return
@@ -364,7 +465,15 @@ class Agent(object):
             deleted=deleted,
             matches_path=matches,
         )
-        fd = open_file("/proc/%d/fd/%d" % (self.pid, fd_num))
+        try:
+            fd = open_file("/proc/%d/fd/%d" % (self.pid, fd_num))
+        except OSError as error:  # it closed the file, or has another one there now
+            self.out.frame(
+                "error",
+                message="pid %d fd %d: %s"
+                % (self.pid, fd_num, cannot_read("/proc/%d/fd/%d" % (self.pid, fd_num), error)),
+            )
+            raise Closed() from None
         followed = Followed(fd, fd_path, label="pid %d fd %d" % (self.pid, fd_num))
         start = self.args.get("start") or {"tail": 10}
         if "cursor" in start and (start["cursor"]["dev"], start["cursor"]["inode"]) == (
@@ -500,13 +609,10 @@ class Agent(object):
                 self.out.frame("writer-gone", pid=self.pid)
                 self.writer_gone_said = True
             return
-        st = stat_or_none(self.path)
         if self.cur is None:
-            if st is not None:
-                self.out.frame("appeared", path=self.path)
-                self.missing_said = False
-                self.open_path({"from_start": True})
+            self.open_path({"from_start": True})
             return
+        st = stat_or_none(self.path)
         cur = self.cur
         if st is None:
             if not cur.deleted_said:
@@ -543,16 +649,12 @@ class Agent(object):
             ready, _, _ = select.select(self.wake_fds, [], [], timeout)
         except InterruptedError:
             return
-        if self.stdin_fd in ready:
-            try:
-                if not os.read(self.stdin_fd, 4096):
-                    raise Closed() from None
-            except OSError:
-                raise Closed() from None
         if self.inotify.fd in ready:
             self.inotify.drain()
 
     def run(self):
+        if self.stdin_fd is not None:
+            watch_channel(self.stdin_fd)
         self.start()
         self.out.flush()
         idle = ACTIVE_POLL
@@ -586,6 +688,26 @@ class Agent(object):
             else:
                 self.wait(idle)
                 idle = min(idle * 1.5, POLL_BACKOFF_LIMIT)
+
+
+def watch_channel(fd):
+    """End this process as soon as ``fd`` (our stdin, the channel babysit holds) reads
+    EOF, whatever the main thread is doing: busy reading, blocked writing to a reader
+    that stopped reading, or blocked in a call that does not return. Nothing more is
+    sent on stdin while following, so EOF is the only thing read here."""
+    import threading
+
+    def watch():
+        try:
+            while os.read(fd, 4096):
+                pass
+        except OSError:
+            pass
+        os._exit(0)
+
+    thread = threading.Thread(target=watch, name="channel")
+    thread.daemon = True
+    thread.start()
 
 
 def tail_offset(fd, size, lines):
@@ -625,14 +747,26 @@ def find_inode(dev, inode, path):
         entries = os.listdir(directory)
     except OSError:
         entries = []
+
+    def opened(where):
+        """An fd on ``where`` if it is (still, once opened) the file (dev, inode)."""
+        try:
+            fd = open_file(where)
+        except OSError:
+            return None
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) == (dev, inode):
+            return fd
+        os.close(fd)
+        return None
+
     for name in entries:
         candidate = os.path.join(directory, name)
         st = stat_or_none(candidate)
         if st is not None and (st.st_dev, st.st_ino) == (dev, inode) and stat.S_ISREG(st.st_mode):
-            try:
-                return open_file(candidate), candidate
-            except OSError:
-                continue
+            fd = opened(candidate)
+            if fd is not None:
+                return fd, candidate
     try:
         pids = [p for p in os.listdir("/proc") if p.isdigit()]
     except OSError:
@@ -649,9 +783,11 @@ def find_inode(dev, inode, path):
             if st is not None and (st.st_dev, st.st_ino) == (dev, inode):
                 try:
                     target = os.readlink(link)
-                    return open_file(link), target
                 except OSError:
                     continue
+                held = opened(link)
+                if held is not None:
+                    return held, target
     return None
 
 
@@ -1045,11 +1181,8 @@ def last_time(data, clock):
     return None
 
 
-def log_facts(path, tail_bytes=0):
-    st = stat_or_none(path)
-    if st is None or not stat.S_ISREG(st.st_mode):
-        return {"path": path, "exists": st is not None, "regular": False}
-    facts = {
+def stat_facts(path, st):
+    return {
         "path": path,
         "exists": True,
         "regular": True,
@@ -1058,13 +1191,26 @@ def log_facts(path, tail_bytes=0):
         "size": st.st_size,
         "mtime": st.st_mtime,
     }
+
+
+def log_facts(path, tail_bytes=0):
+    """The log's identity, size and first and last stamps, from an fd on it (see
+    open_file). When it cannot be read, ``problem`` says why in plain words; a regular
+    file we may not read still has what stat tells of it."""
     try:
         fd = open_file(path)
     except OSError as error:
-        facts["error"] = error.strerror
+        st = stat_or_none(path)
+        facts = {"path": path, "exists": st is not None, "regular": False}
+        if not isinstance(error, FileNotFoundError):
+            facts["problem"] = cannot_read(path, error)
+        if st is not None and stat.S_ISREG(st.st_mode) and not isinstance(error, NotRegular):
+            facts.update(stat_facts(path, st), problem=facts["problem"])
         return facts
     want = max(LOG_TAIL, tail_bytes)
     try:
+        st = os.fstat(fd)
+        facts = stat_facts(path, st)
         head = os.pread(fd, LOG_HEAD, 0)
         tail = os.pread(fd, want, max(0, st.st_size - want))
     finally:
@@ -1233,15 +1379,15 @@ def readiness(log_path, run, record, ready_patterns, engine, args_heads=()):  # 
     the run's first bytes (it begins inside the run), so a ready line it lacks may
     have been there: then /health is asked (see probe_service).
     """
-    st = stat_or_none(log_path)
-    if st is None:
-        return {"anchor": None, "source": "no log", "seen": None}
-    clock = st.st_mtime
     try:
         fd = open_file(log_path)
+    except FileNotFoundError:
+        return {"anchor": None, "source": "no log", "seen": None}
     except OSError as error:
-        return {"anchor": None, "source": error.strerror, "seen": None}
+        return {"anchor": None, "source": cannot_read(log_path, error), "seen": None}
     try:
+        st = os.fstat(fd)
+        clock = st.st_mtime
         anchor, source, cut = None, None, True
         if record and (record.get("dev"), record.get("inode")) == (st.st_dev, st.st_ino):
             anchor, source = record.get("launch_offset"), "run record"

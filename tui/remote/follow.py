@@ -100,8 +100,8 @@ class Follower:
                             yield batch
                     stderr = await process.read_stderr()
                     status = await process.wait()
-                if not self.follow and self.state.eof:
-                    return
+                if not self.follow and (self.state.eof or status == 0):
+                    return  # the end, or the agent said why it read nothing (missing, …)
                 detail = last_line(stderr) or f"exit status {status}"
                 if status == 127:
                     detail = f"python3 not found on the host ({detail})"
