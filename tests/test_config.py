@@ -398,3 +398,284 @@ def test_group_members_must_be_hosts() -> None:
         ConfigError, match=r"hosts.yaml:5: groups.g\[1\]: no host 'kpr5' \(did you mean 'kpro5'\?\)"
     ):
         parse_config("hosts:\n  kpro5: {local: true}\ngroups:\n  g: [kpro5,\n      kpr5]\n")
+
+
+def _bomb(levels: int, width: int) -> str:
+    """A list of lists ``levels`` deep, each level ``width`` aliases of the one below."""
+    lines, below = [], None
+    for level in range(levels):
+        items = ",".join(["x"] * width if below is None else [f"*l{below}"] * width)
+        lines.append(f"         - &l{level} [{items}]\n")
+        below = level
+    return "".join(lines)
+
+
+HOST = "hosts:\n  a:\n    local: true\n    services:\n      s:\n"
+
+# Each case: hosts.yaml text, the line the problem is on (None: the file as a whole),
+# the start of the key it names, and what the line says.
+ABSURD = [
+    pytest.param(
+        HOST + "        log: /l\n        gpus: " + "[" * 5000 + "]" * 5000 + "\n",
+        "7: hosts.a.services.s.gpus[0][0][0]",
+        "is nested more than 32 levels deep",
+        id="deep-lists",
+    ),
+    pytest.param(
+        HOST + "        log: /l\n        launch: " + "{a: " * 5000 + "x" + "}" * 5000 + "\n",
+        "7: hosts.a.services.s.launch.a.a.a",
+        "is nested more than 32 levels deep",
+        id="deep-mappings",
+    ),
+    pytest.param(
+        HOST + "        log: /l\n        port: " + "9" * 5000 + "\n",
+        "7: hosts.a.services.s.port",
+        "is a number of 5000 characters; none here needs more than 64",
+        id="5000-digit-integer",
+    ),
+    pytest.param(
+        HOST + "        log: /l\n        stop_grace: " + "1" * 5000 + "\n",
+        "7: hosts.a.services.s.stop_grace",
+        "is a number of 5000 characters",
+        id="5000-digit-seconds",
+    ),
+    pytest.param(
+        HOST + "        log: /l\n        instances: 2\n        port: '{" + "9" * 5000 + " + i}'\n",
+        "8: hosts.a.services.s.port",
+        "its numbers may have at most 9 digits",
+        id="5000-digit-template",
+    ),
+    pytest.param(
+        HOST + "        log: /" + "a" * 200_000 + "\n",
+        "6: hosts.a.services.s.log",
+        "the value is 200001 characters long, more than the 16384 any hosts.yaml text may hold",
+        id="200KB-log-path",
+    ),
+    pytest.param(
+        HOST + "        log: /" + "a" * 5000 + "\n",
+        "6: hosts.a.services.s.log",
+        "is 5001 characters long; it may hold at most 4095",
+        id="log-path-over-PATH_MAX",
+    ),
+    pytest.param(
+        HOST + "        instances: 1024\n        log: /l{i}\n        gpus:\n" + _bomb(9, 9),
+        "14: hosts.a.services.s.gpus[5]",
+        "the file holds more than 250000 values with its aliases expanded (through the alias *l",
+        id="alias-bomb",
+    ),
+    pytest.param(
+        HOST + "        instances: 1024\n        log: /l{i}\n        gpus:\n" + _bomb(5, 8),
+        "6: hosts.a.services.s.instances",
+        "1024 copies of this service would make the file hold more than 250000 values",
+        id="alias-bomb-times-instances",
+    ),
+    pytest.param(
+        HOST + "        log: /l\n        gpus: &g [1, *g]\n",
+        "7: hosts.a.services.s.gpus[1]",
+        "the alias *g is used inside the value it names",
+        id="recursive-alias",
+    ),
+    pytest.param(
+        HOST + "        log: /l\n        gpus: [" + ", ".join(["0"] * 2000) + "]\n",
+        "7: hosts.a.services.s.gpus",
+        "has 2000 items; it may have at most 1024",
+        id="long-list",
+    ),
+    pytest.param(
+        HOST
+        + "        log: /l\n        launch:\n          command: ["
+        + ", ".join(["x" * 16000] * 20)
+        + "]\n",
+        "8: hosts.a.services.s.launch",
+        "its command and environment are 320020 bytes; a command line may be at most 262144",
+        id="huge-command-line",
+    ),
+    pytest.param(
+        "hosts:\n  " + "h" * 300 + ":\n    local: true\n",
+        "2: hosts.hhhhhhhh",
+        "is 300 characters long; a name may be at most 128",
+        id="long-host-name",
+    ),
+    pytest.param(
+        HOST + "        log: /l\n        port: !custom 30000\n",
+        "7: hosts.a.services.s.port",
+        "must be a whole number, not !custom '30000'",
+        id="unknown-tag",
+    ),
+    pytest.param(
+        HOST + "        log: /l\n        stop_grace: !!float thirty\n",
+        "7: hosts.a.services.s.stop_grace",
+        "'thirty' is not a valid float",
+        id="tagged-float-that-is-not",
+    ),
+    pytest.param(
+        HOST + "        log: /l\n        port: 2026-02-30\n",
+        "7: hosts.a.services.s.port",
+        "'2026-02-30' is not a valid timestamp",
+        id="impossible-date",
+    ),
+    pytest.param(
+        "# " + "x" * (1024 * 1024) + "\nhosts: {}\n",
+        "",
+        "is larger than 1048576 bytes, the most a hosts.yaml may hold",
+        id="huge-file",
+    ),
+]
+
+#: What no line of babysit's output may hold: C0 but tab and newline, DEL, C1, bidi controls.
+UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _refused(path: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """The one line `hosts` and `status --json` print for ``path``, checked to be the
+    same, with exit 2, a JSON envelope, no traceback and no control character."""
+    assert main(["hosts", "--config", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 1, captured.err[:2000]
+    assert main(["status", "--json", "--config", str(path)]) == 2
+    json_run = capsys.readouterr()
+    assert json_run.err == captured.err
+    envelope = json.loads(json_run.out)
+    assert envelope["ok"] is False
+    assert envelope["error"]["kind"] == "config"
+    assert f"babysit: {envelope['error']['message']}" == lines[0]
+    for text in (captured.err, json_run.out):
+        assert UNSAFE.search(text) is None, text
+    return lines[0].removeprefix("babysit: ")
+
+
+@pytest.mark.parametrize(("text", "where", "message"), ABSURD)
+def test_absurd_files_are_refused_with_file_line_and_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, where: str, message: str
+) -> None:
+    path = tmp_path / "hosts.yaml"
+    path.write_text(text)
+    said = _refused(path, capsys)
+    assert said.startswith(f"{path}:{where}" if where else f"{path}: "), said[:400]
+    assert message in said, said[:400]
+    assert len(said) < 1000, said
+
+
+# Each case: hosts.yaml text with a control character or a bidi control in one string
+# (written as a YAML escape, or raw where YAML lets it stand), the line and key named,
+# and what the error says.
+CONTROLS = [
+    pytest.param(
+        HOST + '        log: "/l\\e]0;title\\a"\n',
+        "6: hosts.a.services.s.log",
+        "holds the control character U+001B, which could act on the terminal that shows it",
+        id="osc-in-log-path",
+    ),
+    pytest.param(
+        HOST + '        log: /l\n        launch: {command: [python3, "\\x9b2J"]}\n',
+        "7: hosts.a.services.s.launch.command[1]",
+        "holds the control character U+009B",
+        id="c1-csi-in-command",
+    ),
+    pytest.param(
+        HOST + '        log: /l\n        launch: {command: [x], env: {A: "1\\x7f"}}\n',
+        "7: hosts.a.services.s.launch.env.A",
+        "holds the control character U+007F",
+        id="del-in-env-value",
+    ),
+    pytest.param(
+        HOST + '        log: /l\n        launch: {command: ["x\\ry"]}\n',
+        "7: hosts.a.services.s.launch.command[0]",
+        "holds the control character U+000D",
+        id="carriage-return-in-command",
+    ),
+    pytest.param(
+        HOST + "        log: /l\n        ready: 'up \u202eydaer'\n",
+        "7: hosts.a.services.s.ready",
+        "holds the bidirectional control U+202E (RIGHT-TO-LEFT OVERRIDE), which can make "
+        "text read as something it is not",
+        id="bidi-override-in-ready",
+    ),
+    pytest.param(
+        'hosts:\n  a:\n    local: true\n    services:\n      "s\u2066x": {log: /l}\n',
+        "5: hosts.a.services",
+        "the key 's\\u2066x' holds the bidirectional control U+2066",
+        id="bidi-isolate-in-service-name",
+    ),
+    pytest.param(
+        HOST + '        log: /l\n        launch: {command: [x], cwd: "/srv\u061c"}\n',
+        "7: hosts.a.services.s.launch.cwd",
+        "holds the bidirectional control U+061C (ARABIC LETTER MARK)",
+        id="arabic-letter-mark-in-cwd",
+    ),
+    pytest.param(
+        HOST + "        log: /l\n        port: 8000\n        match: '--port 8000\u200f'\n",
+        "8: hosts.a.services.s.match",
+        "holds the bidirectional control U+200F",
+        id="rlm-in-match",
+    ),
+    pytest.param(
+        HOST + '        log: "/l\\nx"\n',
+        "6: hosts.a.services.s.log",
+        "holds a line break; only launch.command items and launch.env values may span lines",
+        id="newline-in-log",
+    ),
+    pytest.param(
+        "hosts:\n  a:\n    ssh: |\n      root@x\n      evil\n",
+        "3: hosts.a.ssh",
+        "holds a line break",
+        id="newline-in-ssh-target",
+    ),
+    pytest.param(
+        'hosts:\n  "a\\n":\n    local: true\n',
+        "2: hosts",
+        "the key 'a\\n' holds a line break; a key is one line",
+        id="newline-in-host-name",
+    ),
+    pytest.param(
+        HOST + '        log: /l\n        launch: {command: [&k "A\\n"], env: {*k : 1}}\n',
+        "7: hosts.a.services.s.launch.env",
+        "the key 'A\\n' holds a line break",
+        id="newline-in-env-name-through-an-alias",
+    ),
+    pytest.param(
+        'hosts:\n  a: {local: true}\ngroups:\n  "g\\e[2J": [a]\n',
+        "4: groups",
+        "the key 'g\\x1b[2J' holds the control character U+001B",
+        id="csi-in-group-name",
+    ),
+    pytest.param(
+        HOST + '        log: /l\n        "lo\\eg": 1\n',
+        "7: hosts.a.services.s",
+        "the key 'lo\\x1bg' holds the control character U+001B",
+        id="escape-in-an-unknown-key",
+    ),
+    pytest.param(
+        HOST + "        log: /l\x1b[2J\n",
+        "6: ",
+        "holds the control character U+001B",
+        id="raw-escape-in-the-file",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "where", "message"), CONTROLS)
+def test_control_and_bidi_characters_are_refused_with_file_line_and_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, where: str, message: str
+) -> None:
+    path = tmp_path / "hosts.yaml"
+    path.write_text(text)
+    said = _refused(path, capsys)
+    assert said.startswith(f"{path}:{where}"), said
+    assert message in said, said
+
+
+def test_command_items_and_env_values_may_span_lines_and_tabs_are_kept() -> None:
+    config = parse_config(
+        HOST + '        log: /l\n        ready: "up\\tand ready"\n        launch:\n'
+        "          command:\n            - bash\n            - -c\n            - |\n"
+        "              cd /srv\n              exec ./serve\n"
+        '          env: {NOTE: "one\\ntwo"}\n'
+    )
+    service = config.hosts["a"].services["s"]
+    assert service.ready == ("up\tand ready",)
+    assert service.launch is not None
+    assert service.launch.command == ("bash", "-c", "cd /srv\nexec ./serve\n")
+    assert dict(service.launch.env) == {"NOTE": "one\ntwo"}

@@ -8,6 +8,9 @@ so the person who wrote the file can fix it without reading code.
 The validator walks PyYAML's node tree rather than the loaded Python objects,
 because only nodes remember their line numbers, and because duplicate keys —
 which ``yaml.safe_load`` silently resolves to the last one — must be an error.
+The tree is composed within bounds (depth, size, aliases, control characters:
+:mod:`tui.yamlnodes`); each key's reader bounds what it takes (a path's length, a
+list's items, the digits of a number).
 """
 
 from __future__ import annotations
@@ -28,8 +31,10 @@ try:  # the regex parser of the standard library, to read a match: pattern's lit
 except ImportError:  # pragma: no cover - Python 3.10
     import sre_parse as _sre_parser  # type: ignore[no-redef]
 
+from tui import yamlnodes
 from tui.core.sanitize import printable
 from tui.errors import ConfigError, UsageError
+from tui.yamlnodes import MAX_NODES, shown, unsafe_reason
 
 CONFIG_ENV = "BABYSIT_CONFIG"
 DEFAULT_CONNECT_TIMEOUT = 10.0
@@ -225,13 +230,13 @@ def find_config(explicit: str | None = None, *, cwd: Path | None = None) -> Path
     if explicit:
         path = Path(explicit).expanduser()
         if not path.is_file():
-            raise ConfigError(f"{explicit}: no such file (given with --config)")
+            raise ConfigError(printable(f"{explicit}: no such file (given with --config)"))
         return path
     env = os.environ.get(CONFIG_ENV)
     if env:
         path = Path(env).expanduser()
         if not path.is_file():
-            raise ConfigError(f"{env}: no such file (named by ${CONFIG_ENV})")
+            raise ConfigError(printable(f"{env}: no such file (named by ${CONFIG_ENV})"))
         return path
     candidates = [
         (cwd or Path.cwd()) / "hosts.yaml",
@@ -262,11 +267,7 @@ def load_config(explicit: str | None = None) -> Config:
 
 
 def parse_config_file(path: Path) -> Config:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ConfigError(f"{path}: cannot read: {error}") from None
-    return parse_config(text, str(path))
+    return parse_config(yamlnodes.read_config_text(str(path)), str(path))
 
 
 # --------------------------------------------------------------------------- parsing
@@ -303,29 +304,57 @@ _SERVICE_KEYS = (
 _TEMPLATE_RE = re.compile(r"\{([^{}]*)\}")
 _EXPR_RE = re.compile(r"^\s*(?:(\d+)\s*([-+*])\s*)?i(?:\s*([-+*])\s*(\d+))?\s*$")
 MAX_INSTANCES = 1024
+#: Digits a number in an instance template may have (``{30000 + i}``).
+_MAX_TEMPLATE_DIGITS = 9
+#: Characters in the text of a number (``port: 30000``, ``stop_grace: 2.5``).
+_MAX_NUMBER_TEXT = 64
+#: Characters in a host, service, group or variable name.
+MAX_NAME = 128
+#: Characters in any single-line string (a match: pattern, a ready: text, an ssh target).
+MAX_TEXT = 4096
+#: Bytes of a path on a host (PATH_MAX, 4096, counts the terminating NUL).
+MAX_PATH_BYTES = 4095
+#: Items in launch.command; bytes of the command line and environment it runs with
+#: (one argument may hold at most MAX_ARG_STRLEN, 128 KiB, on Linux; all of them,
+#: with the host's own environment, at most ARG_MAX, 2 MiB by default).
+MAX_COMMAND_ITEMS = 4096
+MAX_LAUNCH_BYTES = 256 * 1024
+#: Items in gpus: (the indexes 0 to 1023), in ready: and in one group.
+MAX_GPUS = 1024
+MAX_READY = 64
+MAX_GROUP = 4096
 _LAUNCH_KEYS = ("command", "cwd", "env")
 _PCT_KEYS = ("node", "vmid")
 _TARGET_RE = re.compile(
     r"^(?:(?P<user>[^@\s]+)@)?(?:\[(?P<ipv6>[0-9A-Fa-f:.]+)\]|(?P<host>[^@:\s\[\]]+))"
     r"(?::(?P<port>\d+))?$"
 )
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 _CONSTRUCTOR = yaml.constructor.SafeConstructor()
+#: The scalar tags whose values the reader builds (anything else is the wrong type).
+_BUILT = frozenset(
+    f"tag:yaml.org,2002:{name}" for name in ("int", "float", "bool", "null", "str", "timestamp")
+)
+_NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
 
 
 class _Reader:
     """Reads typed values out of YAML nodes, raising ConfigError with file:line:key."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, nodes: int = 0) -> None:
         self.path = path
+        #: Values still to be built from this file (see MAX_NODES): the document's own
+        #: are spent already; each copy ``instances:`` makes spends more.
+        self.budget = MAX_NODES - nodes
 
     def source(self, node: yaml.Node) -> Source:
         return Source(self.path, node.start_mark.line + 1)
 
     def fail(self, node: yaml.Node, key: str, message: str) -> ConfigError:
-        return ConfigError(printable(f"{self.source(node)}: {key}: {message}"))
+        return yamlnodes.error(self.path, node.start_mark.line + 1, key, message)
 
     def mapping(
         self, node: yaml.Node, key: str, allowed: tuple[str, ...] | None = None
@@ -338,6 +367,8 @@ class _Reader:
             if not isinstance(key_node, yaml.ScalarNode):
                 raise self.fail(key_node, key, "keys must be plain names")
             name = str(key_node.value)
+            if (reason := unsafe_reason(name, key=True)) is not None:
+                raise self.fail(key_node, key, reason)
             where = f"{key}.{name}" if key else name
             if name in entries:
                 first = self.source(entries[name][0]).line
@@ -347,21 +378,55 @@ class _Reader:
             entries[name] = (key_node, value_node)
         return entries
 
-    def string(self, node: yaml.Node, key: str) -> str:
+    def string(self, node: yaml.Node, key: str, limit: int = MAX_TEXT) -> str:
+        """A one-line string of at most ``limit`` characters."""
         if not isinstance(node, yaml.ScalarNode) or node.tag != "tag:yaml.org,2002:str":
             raise self.fail(node, key, f"must be a string, not {_describe(node)}")
-        if not node.value:
+        text = str(node.value)
+        if not text:
             raise self.fail(node, key, "must not be empty")
-        return str(node.value)
+        if (reason := unsafe_reason(text, line_breaks=False)) is not None:
+            raise self.fail(node, key, reason)
+        if len(text) > limit:
+            raise self.fail(
+                node, key, f"is {len(text)} characters long; it may hold at most {limit}"
+            )
+        return text
+
+    def host_path(self, node: yaml.Node, key: str) -> str:
+        """A path on a host: a string of at most MAX_PATH_BYTES bytes."""
+        text = self.string(node, key, limit=MAX_PATH_BYTES)
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size > MAX_PATH_BYTES:
+            raise self.fail(
+                node, key, f"is {size} bytes long; a path may be at most {MAX_PATH_BYTES}"
+            )
+        return text
+
+    def name(
+        self, node: yaml.Node, text: str, key: str, what: str, pattern: re.Pattern[str]
+    ) -> str:
+        """``text``, the name ``node`` gives: ``what`` says which characters it may use."""
+        if len(text) > MAX_NAME:
+            raise self.fail(
+                node, key, f"is {len(text)} characters long; a name may be at most {MAX_NAME}"
+            )
+        if not pattern.fullmatch(text):
+            raise self.fail(node, key, what)
+        return text
 
     def scalar_text(self, node: yaml.Node, key: str) -> str:
-        """A scalar's text as written (``8`` stays ``"8"``): for argv and env values."""
+        """A scalar's text as written (``8`` stays ``"8"``): for argv and env values,
+        which may span lines."""
         if not isinstance(node, yaml.ScalarNode) or node.tag == "tag:yaml.org,2002:null":
             raise self.fail(node, key, f"must be a string, not {_describe(node)}")
-        return str(node.value)
+        text = str(node.value)
+        if (reason := unsafe_reason(text)) is not None:
+            raise self.fail(node, key, reason)
+        return text
 
     def integer(self, node: yaml.Node, key: str, low: int, high: int) -> int:
-        value = self._construct(node)
+        value = self._construct(node, key)
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.fail(node, key, f"must be a whole number, not {_describe(node)}")
         if not low <= value <= high:
@@ -369,7 +434,7 @@ class _Reader:
         return value
 
     def number(self, node: yaml.Node, key: str, low: float, high: float) -> float:
-        value = self._construct(node)
+        value = self._construct(node, key)
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise self.fail(node, key, f"must be a number of seconds, not {_describe(node)}")
         if not low < value <= high:
@@ -377,14 +442,16 @@ class _Reader:
         return float(value)
 
     def boolean(self, node: yaml.Node, key: str) -> bool:
-        value = self._construct(node)
+        value = self._construct(node, key)
         if not isinstance(value, bool):
             raise self.fail(node, key, f"must be true or false, not {_describe(node)}")
         return value
 
-    def sequence(self, node: yaml.Node, key: str) -> list[yaml.Node]:
+    def sequence(self, node: yaml.Node, key: str, limit: int) -> list[yaml.Node]:
         if not isinstance(node, yaml.SequenceNode):
             raise self.fail(node, key, f"must be a list, not {_describe(node)}")
+        if len(node.value) > limit:
+            raise self.fail(node, key, f"has {len(node.value)} items; it may have at most {limit}")
         return list(node.value)
 
     def choice(self, node: yaml.Node, key: str, enum_type: type[enum.Enum]) -> enum.Enum:
@@ -394,29 +461,36 @@ class _Reader:
             if member.value == text:
                 return member
         raise self.fail(
-            node, key, f"must be one of {', '.join(names)}, not {text!r}{_suggest(text, names)}"
+            node,
+            key,
+            f"must be one of {', '.join(names)}, not {shown(text)}{_suggest(text, names)}",
         )
 
-    def _construct(self, node: yaml.Node) -> object:
-        if not isinstance(node, yaml.ScalarNode):
+    def _construct(self, node: yaml.Node, key: str) -> object:
+        """A scalar's value (a number, a bool…); a node of any other kind stays a node."""
+        if not isinstance(node, yaml.ScalarNode) or node.tag not in _BUILT:
             return node
-        return _CONSTRUCTOR.construct_object(node)
+        if node.tag in _NUMBER_TAGS and len(node.value) > _MAX_NUMBER_TEXT:
+            raise self.fail(
+                node,
+                key,
+                f"is a number of {len(node.value)} characters; none here needs more than "
+                f"{_MAX_NUMBER_TEXT}",
+            )
+        try:
+            return _CONSTRUCTOR.construct_object(node)
+        except (ValueError, yaml.YAMLError):
+            tag = node.tag.rsplit(":", 1)[-1]
+            raise self.fail(node, key, f"{shown(node.value)} is not a valid {tag}") from None
 
 
 def parse_config(text: str, path: str = "hosts.yaml") -> Config:
     """Parse and validate hosts.yaml text. Raises ConfigError naming ``path``, line and key."""
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        line = f":{mark.line + 1}" if mark else ""
-        problem = error.problem or error.context or "not valid YAML"
-        raise ConfigError(f"{path}{line}: YAML syntax error: {problem}") from None
-    except yaml.YAMLError as error:
-        raise ConfigError(f"{path}: YAML error: {error}") from None
-    reader = _Reader(path)
+    document = yamlnodes.compose(text, path)
+    reader = _Reader(path, document.nodes)
+    root = document.root
     if root is None:
-        raise ConfigError(f"{path}:1: hosts: the file is empty; it needs a 'hosts:' mapping")
+        raise yamlnodes.error(path, 1, "hosts", "the file is empty; it needs a 'hosts:' mapping")
     top = reader.mapping(root, "", allowed=("hosts", "groups"))
     if "hosts" not in top:
         raise reader.fail(root, "hosts", "missing required key")
@@ -429,16 +503,20 @@ def parse_config(text: str, path: str = "hosts.yaml") -> Config:
     groups: dict[str, tuple[str, ...]] = {}
     if "groups" in top:
         for group, (g_key, g_node) in reader.mapping(top["groups"][1], "groups").items():
+            if len(group) > MAX_NAME:
+                raise reader.fail(
+                    g_key, "groups", f"a group's name may be at most {MAX_NAME} characters long"
+                )
             if group in hosts:
                 raise reader.fail(g_key, f"groups.{group}", "a group cannot have a host's name")
             members = []
-            for index, item in enumerate(reader.sequence(g_node, f"groups.{group}")):
-                member = reader.string(item, f"groups.{group}[{index}]")
+            for index, item in enumerate(reader.sequence(g_node, f"groups.{group}", MAX_GROUP)):
+                member = reader.string(item, f"groups.{group}[{index}]", limit=MAX_NAME)
                 if member not in hosts:
                     raise reader.fail(
                         item,
                         f"groups.{group}[{index}]",
-                        f"no host {member!r}{_suggest(member, hosts)}",
+                        f"no host {shown(member)}{_suggest(member, hosts)}",
                     )
                 members.append(member)
             groups[group] = tuple(members)
@@ -452,8 +530,7 @@ def parse_config(text: str, path: str = "hosts.yaml") -> Config:
 
 def _parse_host(reader: _Reader, name: str, key_node: yaml.Node, node: yaml.Node) -> Host:
     key = f"hosts.{name}"
-    if not _NAME_RE.match(name):
-        raise reader.fail(key_node, key, "host names use letters, digits, '.', '_' and '-'")
+    reader.name(key_node, name, key, "host names use letters, digits, '.', '_' and '-'", _NAME_RE)
     entries = reader.mapping(node, key, allowed=_HOST_KEYS)
     given = [kind for kind in ("ssh", "pct", "local") if kind in entries]
     if not given:
@@ -528,12 +605,15 @@ def _parse_endpoint(
     target = reader.string(target_node, target_key)
     match = _TARGET_RE.match(target)
     if not match:
-        raise reader.fail(target_node, target_key, f"expected user@host[:port], not {target!r}")
+        raise reader.fail(
+            target_node, target_key, f"expected user@host[:port], not {shown(target)}"
+        )
     host = match["ipv6"] or match["host"]
     user = match["user"]
-    port = int(match["port"]) if match["port"] else None
-    if port is not None and not 1 <= port <= 65535:
-        raise reader.fail(target_node, target_key, f"port must be between 1 and 65535, not {port}")
+    port = int(match["port"]) if match["port"] and len(match["port"]) <= 5 else None
+    if match["port"] and (port is None or not 1 <= port <= 65535):
+        given = f", not {port}" if port is not None else ""
+        raise reader.fail(target_node, target_key, f"port must be between 1 and 65535{given}")
 
     def option(name: str) -> yaml.Node | None:
         return entries[name][1] if name in entries else None
@@ -547,14 +627,16 @@ def _parse_endpoint(
         value_s = reader.string(node, f"{host_key}.user")
         if user is not None and value_s != user:
             raise reader.fail(
-                node, f"{host_key}.user", f"is {value_s!r} but {target_key} says {user!r}"
+                node,
+                f"{host_key}.user",
+                f"is {shown(value_s)} but {target_key} says {shown(user)}",
             )
         user = value_s
     identity_file = known_hosts = proxy_jump = None
     if (node := option("identity_file")) is not None:
-        identity_file = str(Path(reader.string(node, f"{host_key}.identity_file")).expanduser())
+        identity_file = str(Path(reader.host_path(node, f"{host_key}.identity_file")).expanduser())
     if (node := option("known_hosts")) is not None:
-        known_hosts = str(Path(reader.string(node, f"{host_key}.known_hosts")).expanduser())
+        known_hosts = str(Path(reader.host_path(node, f"{host_key}.known_hosts")).expanduser())
     if (node := option("proxy_jump")) is not None:
         proxy_jump = reader.string(node, f"{host_key}.proxy_jump")
         if not _TARGET_RE.match(proxy_jump):
@@ -585,16 +667,17 @@ def _parse_service(
     reader: _Reader, host: str, name: str, key_node: yaml.Node, node: yaml.Node
 ) -> Service:
     key = f"hosts.{host}.services.{name}"
-    if not _NAME_RE.match(name):
-        raise reader.fail(key_node, key, "service names use letters, digits, '.', '_' and '-'")
+    reader.name(
+        key_node, name, key, "service names use letters, digits, '.', '_' and '-'", _NAME_RE
+    )
     entries = reader.mapping(node, key, allowed=_SERVICE_KEYS)
     if "log" not in entries:
         raise reader.fail(node, f"{key}.log", "missing required key (the server's log file)")
     log_node = entries["log"][1]
-    log = reader.string(log_node, f"{key}.log")
+    log = reader.host_path(log_node, f"{key}.log")
     if not log.startswith("/"):
         raise reader.fail(
-            log_node, f"{key}.log", f"must be an absolute path on the host, not {log!r}"
+            log_node, f"{key}.log", f"must be an absolute path on the host, not {shown(log)}"
         )
     engine = Engine.GENERIC
     if "engine" in entries:
@@ -605,8 +688,8 @@ def _parse_service(
     gpus: tuple[int, ...] = ()
     if "gpus" in entries:
         gpus = tuple(
-            reader.integer(item, f"{key}.gpus[{i}]", 0, 1023)
-            for i, item in enumerate(reader.sequence(entries["gpus"][1], f"{key}.gpus"))
+            reader.integer(item, f"{key}.gpus[{i}]", 0, MAX_GPUS - 1)
+            for i, item in enumerate(reader.sequence(entries["gpus"][1], f"{key}.gpus", MAX_GPUS))
         )
     match = None
     if "match" in entries:
@@ -637,7 +720,7 @@ def _parse_service(
         else:
             ready = tuple(
                 reader.string(item, f"{key}.ready[{i}]")
-                for i, item in enumerate(reader.sequence(ready_node, f"{key}.ready"))
+                for i, item in enumerate(reader.sequence(ready_node, f"{key}.ready", MAX_READY))
             )
     stop_grace = 30.0
     if "stop_grace" in entries:
@@ -683,20 +766,37 @@ def _expand_instances(
         return [(name, node)]
     count = reader.integer(count_node, f"{key}.instances", 1, MAX_INSTANCES)
     body = [(k, v) for k, v in node.value if getattr(k, "value", None) != "instances"]
-    return [
-        (
-            f"{name}-{i}",
-            yaml.MappingNode(
-                node.tag, [(k, _fill(reader, key, k, v, i)) for k, v in body], node.start_mark
-            ),
-        )
-        for i in range(count)
-    ]
+    try:
+        return [
+            (
+                f"{name}-{i}",
+                yaml.MappingNode(
+                    node.tag, [(k, _fill(reader, key, k, v, i)) for k, v in body], node.start_mark
+                ),
+            )
+            for i in range(count)
+        ]
+    except _OverBudget:
+        raise reader.fail(
+            count_node,
+            f"{key}.instances",
+            f"{count} copies of this service would make the file hold more than {MAX_NODES} "
+            "values and templates; babysit refuses it (fewer instances, or a smaller service)",
+        ) from None
+
+
+class _OverBudget(Exception):
+    """Copying instances would build more than MAX_NODES values from one file."""
 
 
 def _fill(reader: _Reader, key: str, key_node: yaml.Node, node: yaml.Node, i: int) -> yaml.Node:
     """``node`` with every ``{…}`` template filled in for instance ``i``. A value that is
-    one template alone (``"{30000 + i}"``) becomes a number."""
+    one template alone (``"{30000 + i}"``) becomes a number. Each value copied, and
+    each template filled, is spent from the reader's budget: an alias copied for every
+    instance is counted for every instance."""
+    reader.budget -= 1
+    if reader.budget < 0:
+        raise _OverBudget
     where = f"{key}.{getattr(key_node, 'value', '?')}"
     if isinstance(node, yaml.MappingNode):
         return yaml.MappingNode(
@@ -710,13 +810,23 @@ def _fill(reader: _Reader, key: str, key_node: yaml.Node, node: yaml.Node, i: in
         return node
 
     def value(match: re.Match[str]) -> str:
+        reader.budget -= 1
+        if reader.budget < 0:
+            raise _OverBudget
         expr = _EXPR_RE.match(match.group(1))
         if not expr:
             raise reader.fail(
                 node,
                 where,
-                f"cannot read template {match.group(0)!r}: write {{i}}, {{i + N}}, {{N + i}} "
+                f"cannot read template {shown(match.group(0))}: write {{i}}, {{i + N}}, {{N + i}} "
                 "or {N * i}",
+            )
+        if any(len(n or "") > _MAX_TEMPLATE_DIGITS for n in (expr.group(1), expr.group(4))):
+            raise reader.fail(
+                node,
+                where,
+                f"cannot read template {shown(match.group(0))}: its numbers may have at most "
+                f"{_MAX_TEMPLATE_DIGITS} digits",
             )
         result = i
         if expr.group(1):
@@ -753,13 +863,13 @@ def _parse_launch(reader: _Reader, key: str, node: yaml.Node) -> LaunchSpec:
         )
     command = tuple(
         reader.scalar_text(item, f"{key}.command[{i}]")
-        for i, item in enumerate(reader.sequence(command_node, f"{key}.command"))
+        for i, item in enumerate(reader.sequence(command_node, f"{key}.command", MAX_COMMAND_ITEMS))
     )
     if not command:
         raise reader.fail(command_node, f"{key}.command", "must not be empty")
     cwd = None
     if "cwd" in entries:
-        cwd = reader.string(entries["cwd"][1], f"{key}.cwd")
+        cwd = reader.host_path(entries["cwd"][1], f"{key}.cwd")
         if not cwd.startswith("/"):
             raise reader.fail(
                 entries["cwd"][1], f"{key}.cwd", "must be an absolute path on the host"
@@ -767,9 +877,20 @@ def _parse_launch(reader: _Reader, key: str, node: yaml.Node) -> LaunchSpec:
     env: dict[str, str] = {}
     if "env" in entries:
         for env_name, (e_key, e_node) in reader.mapping(entries["env"][1], f"{key}.env").items():
-            if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", env_name):
-                raise reader.fail(e_key, f"{key}.env.{env_name}", "not a valid variable name")
+            reader.name(
+                e_key, env_name, f"{key}.env.{env_name}", "not a valid variable name", _ENV_NAME_RE
+            )
             env[env_name] = reader.scalar_text(e_node, f"{key}.env.{env_name}")
+    size = sum(len(arg.encode("utf-8", "surrogatepass")) + 1 for arg in command) + sum(
+        len(f"{name}={value}".encode("utf-8", "surrogatepass")) + 1 for name, value in env.items()
+    )
+    if size > MAX_LAUNCH_BYTES:
+        raise reader.fail(
+            node,
+            key,
+            f"its command and environment are {size} bytes; a command line may be at most "
+            f"{MAX_LAUNCH_BYTES}",
+        )
     return LaunchSpec(command=command, cwd=cwd, env=MappingProxyType(env))
 
 
@@ -910,4 +1031,4 @@ def _describe(node: yaml.Node) -> str:
     tag = node.tag.rsplit(":", 1)[-1]
     if tag == "null":
         return "nothing"
-    return f"{tag} {node.value!r}" if tag != "str" else repr(node.value)
+    return f"{tag} {shown(node.value)}" if tag != "str" else shown(node.value)

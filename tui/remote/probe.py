@@ -27,6 +27,10 @@ PROBE_TIMEOUT = 20.0
 APPS_MAX_AGE = 10.0
 #: Bytes of the log's end a report reads for its metrics (a few minutes of stats lines).
 REPORT_TAIL = 256 * 1024
+#: Bytes of log tails one probe answer may carry, for all its services together: each
+#: service gets its share (a host of ``instances: 1024`` gets 8 KiB of each log, not
+#: 256 MiB in one answer).
+MAX_ANSWER_TAIL = 8 * 1024 * 1024
 
 #: What each engine prints once it serves; a service's ``ready:`` in hosts.yaml replaces these.
 READY_PATTERNS = {
@@ -60,6 +64,8 @@ def probe_request(
     when the tail or the GPUs are asked for)."""
     if scrape is None:
         scrape = bool(tail_bytes or gpus)
+    if tail_bytes:
+        tail_bytes = max(1, min(tail_bytes, MAX_ANSWER_TAIL // max(1, len(services))))
     return {
         "mode": "probe",
         "apps_max_age": apps_max_age,
