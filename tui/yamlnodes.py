@@ -20,13 +20,12 @@ and the key.
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from dataclasses import dataclass
 
 import yaml
 
-from tui.core.sanitize import printable
+from tui.core.sanitize import UNSAFE_TEXT, printable
 from tui.errors import ConfigError
 
 #: The largest hosts.yaml babysit reads.
@@ -40,23 +39,16 @@ MAX_NODES = 250_000
 MAX_SCALAR = 16 * 1024
 
 #: Characters no hosts.yaml string may hold: C0 controls but tab and line feed, DEL,
-#: C1 controls, and the Unicode bidi controls (ALM, LRM, RLM, LRE … RLO, LRI … PDI).
-UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-_SHOWN = re.compile(UNSAFE.pattern[:-1] + "\n]")
+#: C1 controls, and the Unicode bidi controls (ALM, LRM, RLM, LRE … RLO, LRI … PDI):
+#: the same set babysit never shows from a host (tui.core.sanitize).
+UNSAFE = UNSAFE_TEXT
 
 
 def shown(text: str, limit: int = 60) -> str:
     """``text`` quoted for a message: every control written as an escape, cut to ``limit``."""
     if len(text) > limit:
         text = text[: limit - 1] + "…"
-    return "'" + _SHOWN.sub(lambda m: _escape(m.group()), text) + "'"
-
-
-def _escape(char: str) -> str:
-    code = ord(char)
-    return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(
-        char, f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-    )
+    return "'" + printable(text) + "'"
 
 
 def unsafe_reason(text: str, *, line_breaks: bool = True, key: bool = False) -> str | None:

@@ -86,6 +86,10 @@ def printable_bytes(data: bytes) -> str:
     return printable(data.decode("utf-8", "replace"))
 
 
+#: Characters no text babysit shows may hold (newline and tab are allowed).
+UNSAFE_TEXT = _CONTROL_NOT_NEWLINE
+
+
 def is_printable(text: str) -> bool:
     """Whether ``text`` holds no control (other than tab and newline) and no bidi control."""
     return _CONTROL_NOT_NEWLINE.search(text) is None
