@@ -11,7 +11,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import urllib.error
@@ -23,15 +22,10 @@ SHIM_DIR = ROOT / "tui" / "sim"
 if str(ROOT) not in sys.path:  # unit tests import tui.sim directly; the package is not installed
     sys.path.insert(0, str(ROOT))
 
+from support.ports import free_port  # noqa: E402
 from support.wait import wait_until  # noqa: E402
 
 __all__ = ["wait_until"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def sim_env(state: Path, **extra: str) -> dict[str, str]:

@@ -213,3 +213,25 @@ def test_frame_decoder_survives_any_chunking(frames, draw) -> None:
 def test_frame_decoder_rejects_garbage() -> None:
     with pytest.raises(FrameError):
         FrameDecoder().feed(b"Traceback (most recent call last):\n")
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        b'{"t": "data", "n": 1000000000000000000}\n',  # would be buffered for ever
+        b'{"t": "data", "n": -1}\n',
+        b"[" * 5000 + b"]" * 5000 + b"\n",  # nested past Python's own recursion limit
+        b'{"t": "data", "dev": NaN}\n',
+    ],
+    ids=["huge-payload", "negative-payload", "deep", "nan"],
+)
+def test_a_frame_header_of_no_shape_is_a_frame_error_never_a_crash(header: bytes) -> None:
+    with pytest.raises(FrameError):
+        FrameDecoder().feed(header)
+
+
+def test_a_frame_header_is_printable_where_it_enters() -> None:
+    (frame,) = FrameDecoder().feed(
+        b'{"t": "opened", "path": "/tmp/a\\u001b]0;x\\u0007\\u202eb\\nc"}\n'
+    )
+    assert frame.read.string("path") == "/tmp/a\\x1b]0;x\\x07\\u202eb\\nc"

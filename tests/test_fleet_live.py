@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.ports import free_port_run
 from support.servers import Server, VllmLoad
 from support.sshd import Sshd, start_sshd
 from textual.pilot import Pilot
@@ -28,29 +29,6 @@ pytestmark = pytest.mark.sshd
 VMID = 131
 SIZE = (160, 30)
 INTERVAL = 0.3
-
-
-def free_port_run(count: int) -> int:
-    """The first of ``count`` consecutive ports that are free now."""
-    for _ in range(50):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            base = probe.getsockname()[1]
-        if base + count > 65535:
-            continue
-        socks = []
-        try:
-            for port in range(base, base + count):
-                sock = socket.socket()
-                socks.append(sock)
-                sock.bind(("127.0.0.1", port))
-            return base
-        except OSError:
-            continue
-        finally:
-            for sock in socks:
-                sock.close()
-    raise AssertionError(f"no {count} consecutive free ports")
 
 
 def indent(text: str) -> str:

@@ -298,6 +298,14 @@ HUGE_TIME = json.dumps(
 HUGE_INT = (
     '{"boot_id": "b", "now": 1, "services": [{"name": "qwen", "health": ' + "9" * 5000 + "}]}"
 )
+LAST_SECOND = json.dumps(
+    {
+        "now": 1.0,
+        "utc_offset": 3600,
+        "services": [{"name": "qwen", "log": {"path": "/x", "regular": True, "dev": 1,
+                                              "inode": 2, "size": 3, "mtime": 253402300799}}],
+    }
+)  # fmt: skip
 NOT_AN_OBJECT = '["services"]'
 BAD_FILES = json.dumps(
     {
@@ -321,8 +329,22 @@ BAD_FILES = json.dumps(
         (NOT_AN_OBJECT, "is a list, not an object"),
         (BAD_FILES, "files[0] is a number, not an object"),
         ("\x1b]0;PWNED\x07 not json", "is not JSON"),
+        ('{"now": NaN, "services": [{"name": "qwen"}]}', "is not JSON"),
+        ('{"now": 1, "utc_offset": 86400, "services": [{"name": "qwen"}]}', "not a time zone"),
+        (LAST_SECOND, "not a time babysit can show"),
     ],
-    ids=["deep", "wrong-types", "huge-time", "huge-int", "not-an-object", "bad-files", "garbage"],
+    ids=[
+        "deep",
+        "wrong-types",
+        "huge-time",
+        "huge-int",
+        "not-an-object",
+        "bad-files",
+        "garbage",
+        "nan",
+        "a-day-offset",
+        "last-second-east",
+    ],
 )
 def test_a_bad_probe_answer_is_unknown_in_one_line_and_json_keeps_its_envelope(
     hostile: tuple[Sshd, Path], tmp_path: Path, line: str, said: str
@@ -347,14 +369,24 @@ def test_a_bad_probe_answer_is_unknown_in_one_line_and_json_keeps_its_envelope(
     assert_clean(decoded(text.stdout) + decoded(text.stderr), shown=False)
 
 
+@pytest.mark.parametrize(
+    "event",
+    [
+        '{"t": ["signalled"], "seq": "x"}',
+        '{"t": "done", "seq": 0, "gpu": {"checked": true, "gpus": ["x"]}}',
+        '{"t": "done", "seq": 0, "gpu": {"checked": true, "gpus": [0], "held": [{}]}}',
+        '{"t": "done", "seq": 0, "remaining": ["1\\nbabysit: FORGED"]}',
+    ],
+    ids=["bad-kind", "bad-gpu-index", "bad-held", "forged-line"],
+)
 def test_a_bad_kill_event_is_said_and_the_kill_is_read_back(
-    hostile: tuple[Sshd, Path], live: Server, tmp_path: Path
+    hostile: tuple[Sshd, Path], live: Server, tmp_path: Path, event: str
 ) -> None:
     """The host's kill events are garbage: said in plain words, no traceback, and what
-    happened is read back from the kill's record (which the stand-in also garbles)."""
+    happened is read back from the kill's record (which the stand-in leaves as it is)."""
     server, control = hostile
     config = config_for(tmp_path, server, live.log, live.port)
-    answer_with(control, ["kill"], '{"t": ["signalled"], "seq": "x"}')
+    answer_with(control, ["kill"], event)
     result = run_cli("kill", "h/qwen", "--pid", str(live.pid), "--config", str(config))
     output = decoded(result.stdout) + decoded(result.stderr)
     assert "Traceback" not in output

@@ -461,3 +461,13 @@ async def test_the_probe_brings_back_each_releases_args_line(
     assert report.launch.reported.format is expected
     assert report.launch.reported.values["port"] == server.port
     assert report.to_json()["launch"]["reported"]["format"] == expected.value
+
+
+def test_a_json_argument_nested_past_any_reason_is_compared_as_text() -> None:
+    """A run's --json-model-override-args of 5,000 levels (the host's to choose) never
+    crashes the diff: it is compared as the text it is."""
+    deep = "[" * 5000 + "]" * 5000
+    argv = ["python3", "-m", "sglang.launch_server", "--json-model-override-args", deep]
+    diff = launch_diff(argv, argv, None, engine=Engine.SGLANG)
+    (row,) = [r for r in diff.rows if r.flag == "--json-model-override-args"]
+    assert row.status.value == "same"

@@ -225,6 +225,26 @@ def test_secret_names_and_every_form_of_their_values() -> None:
     }
 
 
+@pytest.mark.parametrize(
+    "script",
+    [
+        "cd /srv && vllm serve m --api-key SECRETVALUE",
+        "vllm serve m --api-key SECRETVALUE",
+        "export HF_TOKEN=SECRETVALUE; vllm serve m",
+        'python -m sglang.launch_server --api-key="SECRETVALUE" --port 1',
+        "vllm serve m \\\n  --api-key SECRETVALUE \\\n  --port 3",
+        "HF_TOKEN=SECRETVALUE exec python3 -m sglang.launch_server --max-tokens 5",
+    ],
+)
+def test_a_secret_in_a_shell_script_is_redacted_wherever_it_stands(script: str) -> None:
+    """Every word of a ``sh -c`` script is looked at as a name, also the word after one
+    that is no secret; the rest of the script stays readable."""
+    shown = command_text(["bash", "-c", script])
+    assert "SECRETVALUE" not in shown
+    assert "<redacted, 11 chars>" in shown
+    assert "vllm serve" in shown or "sglang" in shown
+
+
 def test_the_launch_diff_says_same_or_differs_and_never_the_value() -> None:
     meant, other, token = unique("sk-"), unique("sk-"), unique("hf_")
     intended = ["python3", "-m", "sglang.launch_server", "--api-key", meant, f"--hf-token={token}"]

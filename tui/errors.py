@@ -8,7 +8,7 @@ exit status in one place (``tui.cli``); the app maps them to notifications.
 
 from __future__ import annotations
 
-from tui.core.sanitize import printable_text
+from tui.core.sanitize import printable
 
 
 class BabysitError(Exception):
@@ -19,8 +19,9 @@ class BabysitError(Exception):
     exit_status = 1
 
     def __init__(self, message: str, *, title: str | None = None) -> None:
-        # Messages quote hosts (their errors, paths) and configs: shown, never obeyed.
-        message = printable_text(message)
+        # Messages quote hosts (their errors, paths) and configs: shown, never obeyed, and
+        # one line (a host's newline cannot start a line that looks like babysit's).
+        message = printable(message)
         super().__init__(message)
         self.message = message
         if title is not None:

@@ -24,6 +24,7 @@ from pathlib import Path
 import psutil
 
 from support.pct_standin import start_ticks
+from support.ports import free_port
 
 SUPPORT = Path(__file__).resolve().parent
 SESSION_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -34,12 +35,6 @@ def find_sshd() -> str | None:
     return shutil.which("sshd") or next(
         (p for p in ("/usr/sbin/sshd", "/usr/local/sbin/sshd") if os.access(p, os.X_OK)), None
     )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def keygen(path: Path, comment: str) -> str:

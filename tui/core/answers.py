@@ -30,8 +30,9 @@ from tui.core.sanitize import printable, printable_text
 MAX_DEPTH = 32
 #: Numbers babysit stores are pids, sizes, offsets, inodes and ticks: all below 2**63.
 MAX_INT = 2**63 - 1
-#: Timestamps from a host are refused past the year 9999 (datetime cannot show them).
-MAX_TIME = 253402300799.0
+#: Timestamps from a host are refused past the year 9999 less a day (datetime cannot show
+#: them in every time zone).
+MAX_TIME = 253402300799.0 - 86400
 
 
 class AnswerError(ValueError):
@@ -49,7 +50,7 @@ def decode(raw: bytes | str, what: str) -> Fields:
     ``what`` names the answer in errors ("the probe's answer", "a follower frame").
     """
     try:
-        data = json.loads(raw)
+        data = json.loads(raw, parse_constant=_no_constant)
     except RecursionError:
         raise AnswerError(what, f"is nested deeper than {MAX_DEPTH} levels") from None
     except ValueError as error:
@@ -58,6 +59,10 @@ def decode(raw: bytes | str, what: str) -> Fields:
     if not isinstance(clean, dict):
         raise AnswerError(what, f"is {_kind(clean)}, not an object")
     return Fields(clean, what)
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(f"{name} is not a number JSON knows")
 
 
 def read(data: object, what: str) -> Fields:
@@ -74,6 +79,8 @@ def read(data: object, what: str) -> Fields:
 def _clean(value: object, depth: int, where: str) -> object:
     if isinstance(value, str):
         return printable_text(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise AnswerError(where, "holds a number that is not finite")
     if isinstance(value, bool | int | float) or value is None:
         return value
     if depth >= MAX_DEPTH:
@@ -216,6 +223,10 @@ class Fields:
         value = self.data.get(name)
         return None if value is None else self.text(name)
 
+    def integers(self, name: str) -> list[int]:
+        """A list of whole numbers; missing or null is empty."""
+        return [self._int(f"{name}[{i}]", v) for i, v in enumerate(self._list(name))]
+
     def strings(self, name: str) -> tuple[str, ...]:
         """A list of strings; missing or null is empty."""
         return tuple(self._str(f"{name}[{i}]", v) for i, v in enumerate(self._list(name)))
@@ -251,8 +262,23 @@ class Fields:
         return self._list(name)
 
     def plain(self) -> dict[str, object]:
-        """This object as plain (already printable) data, for JSON output or free-form use."""
+        """This object as plain data for free-form use (a record, a note): every string in
+        it one line (a host's newline shows as ``\\n``, never starts a line of its own)."""
+        return _one_line(self.data)  # type: ignore[return-value]
+
+    def plain_text(self) -> dict[str, object]:
+        """This object as plain data whose strings may span lines (a CSV, a /metrics page)."""
         return dict(self.data)
+
+
+def _one_line(value: object) -> object:
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {k: _one_line(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_one_line(v) for v in value]
+    return value
 
 
 __all__ = ["MAX_DEPTH", "AnswerError", "Fields", "decode", "read"]

@@ -13,6 +13,9 @@ from tui.core.sanitize import printable_bytes
 
 #: A header longer than this is not a header: the stream is corrupt.
 MAX_HEADER = 64 * 1024
+#: The agent sends at most 256 KiB of log bytes a frame (agent.py: CHUNK); a header that
+#: announces more than this is not one of its frames.
+MAX_PAYLOAD = 16 * 1024 * 1024
 
 
 class FrameError(ValueError):
@@ -63,7 +66,7 @@ class FrameDecoder:
                     raise FrameError(f"agent sent a bad header: {printable_bytes(raw[:200])}")
                 self._header = header
             size = self._header.get("n", 0)
-            if not isinstance(size, int) or size < 0:
+            if not isinstance(size, int) or not 0 <= size <= MAX_PAYLOAD:
                 raise FrameError(f"agent sent a bad payload size: {size!r}")
             if len(self._buffer) < size:
                 return frames

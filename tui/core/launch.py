@@ -246,7 +246,7 @@ _BOOLEANS = {"True": True, "true": True, "False": False, "false": False}
 def _structured(stripped: str, text: str) -> object:
     try:
         return _frozen(json.loads(stripped))
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     try:
         return _frozen(ast.literal_eval(stripped))

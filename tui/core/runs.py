@@ -270,7 +270,7 @@ class ServiceProbe:
 
 def _utc_offset(top: Fields) -> int:
     offset = top.opt_integer("utc_offset") or 0
-    if abs(offset) > 24 * 3600:
+    if abs(offset) >= 24 * 3600:
         raise AnswerError("the probe's answer: utc_offset", "is not a time zone's offset")
     return offset
 

@@ -41,9 +41,12 @@ _ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", re.DOTALL)
 _NUMBER = re.compile(r"-\d|-\.\d")
 # Inside a shell script: ``--name value``, ``--name=value`` and ``NAME=value``, the value
 # one shell word (quoted or not).
+# The pair is looked at without being taken (a lookahead): the word after a name that is
+# no secret is looked at again as a name of its own (``cd /srv && vllm serve --api-key k``).
 _SCRIPT_PAIR = re.compile(
-    r"""(?P<name>--?[A-Za-z][\w.-]*|(?<![\w$-])[A-Za-z_]\w*)(?P<sep>=|[ \t]+)"""
-    r"""(?P<value>'[^']*'|"(?:[^"\\]|\\.)*"|[^\s'";&|()<>]+)"""
+    r"""(?P<name>--?[A-Za-z][\w.-]*|(?<![\w$.-])[A-Za-z_]\w*)"""
+    r"""(?=(?P<sep>=|(?:[ \t]|\\\n)+)"""
+    r"""(?P<value>'[^']*'|"(?:[^"\\]|\\.)*"|[^\s'";&|()<>]+))"""
 )
 
 _KEY = random_source.token_bytes(32)
@@ -160,29 +163,36 @@ def _redact_word(word: str) -> str:
         if eq and secret_name(name):
             return redact_value(value, name + "=")
         return word
+    if any(c.isspace() for c in word):  # a script (``sh -c``), not one NAME=value word
+        return _redact_script(word)
     assignment = _ASSIGNMENT.fullmatch(word)
     if assignment is not None and secret_name(assignment.group(1)):
         return redact_value(assignment.group(2), assignment.group(1) + "=")
-    if any(c.isspace() for c in word):
-        return _redact_script(word)
     return word
 
 
 def _redact_script(script: str) -> str:
     """A shell script's secret-named flags and assignments redacted, the rest kept."""
-
-    def one(match: re.Match[str]) -> str:
+    parts: list[str] = []
+    done = 0
+    for match in _SCRIPT_PAIR.finditer(script):
+        if match.start() < done:
+            continue  # inside a value already redacted
         name, sep, value = match.group("name", "sep", "value")
         flag = name.startswith("-")
         if not secret_name(name) or (not flag and sep != "="):
-            return match.group()
+            continue
         if flag and name.lstrip("-").startswith(_SWITCH_PREFIXES):
-            return match.group()
+            continue
         inner = value[1:-1] if value[:1] in "'\"" and len(value) > 1 else value
-        return name + sep + placeholder(inner)
-
-    shown = _SCRIPT_PAIR.sub(one, script)
-    return script if shown == script else Redacted(shown, digest(script))
+        value_at = match.end() + len(sep)
+        parts.append(script[done:value_at])
+        parts.append(placeholder(inner))
+        done = value_at + len(value)
+    if not parts:
+        return script
+    parts.append(script[done:])
+    return Redacted("".join(parts), digest(script))
 
 
 _SHOWN_BARE = re.compile(r"(?:[\w.-]+=)?<redacted, \d+ chars>")

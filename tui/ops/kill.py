@@ -434,7 +434,34 @@ def _event(data: Fields) -> KillEvent:
         message = kind
     plain = data.plain()
     plain.pop("t", None)
+    if kind == "done":  # what the summary and the audit read: each field of its type
+        gpu = data.opt_child("gpu")
+        plain.update(
+            remaining=data.integers("remaining"),
+            port_owners=data.integers("port_owners"),
+            gpu=None if gpu is None else _gpu_of(gpu),
+        )
     return KillEvent(kind, pid, message, plain)
+
+
+def _gpu_of(gpu: Fields) -> dict[str, object]:
+    """The kill's GPU check, as :func:`_gpu_words` reads it."""
+    return {
+        "checked": gpu.flag("checked"),
+        "reason": gpu.opt_string("reason"),
+        "gpus": gpu.integers("gpus"),
+        "source": gpu.opt_string("source"),
+        "held": [
+            {
+                "pid": held.integer("pid"),
+                "used_mib": held.opt_integer("used_mib") or 0,
+                "gpu": held.opt_integer("gpu"),
+                "user": held.opt_string("user"),
+                "signalled": held.flag("signalled"),
+            }
+            for held in gpu.children("held")
+        ],
+    }
 
 
 def _garbled(problem: str) -> KillEvent:

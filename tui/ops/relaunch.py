@@ -163,7 +163,7 @@ async def preflight(transport: Transport, service: Service) -> dict:
         gpus = answer.opt_child("gpus")
         apps = None if answer.data.get("gpu_apps") is None else answer.children("gpu_apps")
         return {
-            "port_owners": _ints(answer, "port_owners"),
+            "port_owners": answer.integers("port_owners"),
             "gpus": {} if gpus is None else {k: gpus.string(k) for k in gpus},
             "gpu_apps": None
             if apps is None
@@ -178,13 +178,6 @@ async def preflight(transport: Transport, service: Service) -> dict:
         }
     except AnswerError as error:
         raise LaunchFailed(f"{transport.chain_text}: {error}") from None
-
-
-def _ints(answer: Fields, name: str) -> list[int]:
-    values = answer.values(name)
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        raise AnswerError(f"{answer.where}: {name}", "is not a list of whole numbers")
-    return values  # type: ignore[return-value]
 
 
 async def launch(transport: Transport, service: Service, *, keep: int | None = None) -> Launched:

@@ -253,8 +253,8 @@ async def report_host(
         chosen,
         strict=True,
     ):
-        reports.append(
-            build_report(
+        try:
+            report = build_report(
                 assessment,
                 details,
                 engine=service.engine.value,
@@ -263,7 +263,18 @@ async def report_host(
                 prometheus=prometheus,
                 log_metrics=service.metrics is MetricsSource.LOG,
             )
-        )
+        except Exception as error:  # what a host said broke babysit: UNKNOWN, and why
+            reason = (
+                f"babysit could not read what {host.name} said of it "
+                f"({type(error).__name__}: {error}); this is a bug in babysit"
+            )
+            report = build_report(
+                unknown(host.name, service.name, reason, assessment.checked_at),
+                ProbeDetails(),
+                engine=service.engine.value,
+                intended=None,
+            )
+        reports.append(report)
     return reports
 
 
@@ -327,8 +338,12 @@ async def _probe(
             entry = by_name.get(s.name)
             if entry is None:
                 raise AnswerError("the probe's answer", f"says nothing of {s.name}")
-            assessment = assess(ServiceProbe.from_json(host.name, s.engine.value, data, entry))
-            out.append((assessment, _details(entry, assessment)))
+            try:
+                assessment = assess(ServiceProbe.from_json(host.name, s.engine.value, data, entry))
+                out.append((assessment, _details(entry, assessment)))
+            except AnswerError as error:  # this service's part: the others still count
+                reason = f"the probe's answer was unreadable: {error}"
+                out.append((unknown(host.name, s.name, reason, now), none))
         return out
     except AnswerError as error:
         return [
@@ -367,6 +382,6 @@ def _details(entry: Fields, assessment: Assessment) -> ProbeDetails:
         tail=tail,
         tail_offset=tail_offset,
         args_line=args_line,
-        gpu_csv=None if gpu_csv is None else gpu_csv.plain(),
+        gpu_csv=None if gpu_csv is None else gpu_csv.plain_text(),
         prometheus=page,
     )

@@ -56,7 +56,6 @@ from tui.core.report import ServiceReport
 from tui.core.runs import Verdict
 from tui.core.sanitize import printable
 from tui.core.units import human_age
-from tui.errors import BabysitError
 
 #: Seconds between two refreshes of a host (a refresh re-arms only once answered).
 REFRESH_INTERVAL = 2.0
@@ -711,7 +710,7 @@ class FleetScreen(Screen[None]):
                 reports = await asyncio.wait_for(self.report(host, services), self.timeout)
             except asyncio.TimeoutError:
                 failure = f"no answer within {self.timeout:g} s"
-            except BabysitError as error:
+            except Exception as error:  # said in the row and retried, never a dead watcher
                 failure = failure_reason(error)
             else:
                 failure = probe_failure(reports)
