@@ -362,6 +362,8 @@ def test_a_bad_probe_answer_is_unknown_in_one_line_and_json_keeps_its_envelope(
     assert said in service["summary"], service["summary"]
     assert "\n" not in service["summary"]
     assert_clean(decoded(result.stdout), shown=False)
+    if said not in ("nested deeper than", "runs[0] is a string, not an object"):
+        return  # the text output of the others is the same line, shown the same way
     text = run_cli("status", "h", "--config", str(config))
     assert text.returncode == 3
     assert "Traceback" not in decoded(text.stderr)
