@@ -465,3 +465,44 @@ def test_hosts_lists_a_config_as_printable_text(tmp_path: Path) -> None:
     result = run_cli("hosts", "--config", str(config))
     assert_clean(decoded(result.stdout) + decoded(result.stderr), shown=False)
     assert "Traceback" not in decoded(result.stderr)
+
+
+def test_a_port_the_host_cannot_attribute_keeps_the_kill_from_saying_it_is_closed() -> None:
+    """The agent says who holds the port in words when it cannot read the holder: the
+    kill's end is still read, and says the port is held, never "closed"."""
+    from tui.core.answers import decode
+    from tui.ops.kill import KillTarget, _event, outcome_of
+
+    done = decode(
+        '{"t": "done", "seq": 3, "remaining": [], "port_owners": ["unknown (not readable)"]}',
+        "a kill event",
+    )
+    outcome = outcome_of([_event(done)])
+    target = KillTarget(boot_id="b", processes=((10, 1),), port=8000)
+    summary = outcome.summary(target, 8000)
+    assert "port 8000 is still held by" in summary and "unknown (not readable)" in summary
+
+
+def test_a_bad_entry_of_one_service_leaves_the_others_assessed(
+    hostile: tuple[Sshd, Path], tmp_path: Path
+) -> None:
+    server, control = hostile
+    services = (
+        "  services:\n"
+        "    a: {engine: sglang, log: /nonexistent/a.log}\n"
+        "    b: {engine: sglang, log: /nonexistent/b.log}\n"
+    )
+    config = tmp_path / "hosts.yaml"
+    config.write_text(hosts_yaml(server.host_yaml("h") + services))
+    line = json.dumps(
+        {
+            "now": 1.0,
+            "services": [{"name": 42}, {"name": "b", "log": {"path": "/nonexistent/b.log"}}],
+        }
+    )
+    answer_with(control, ["probe"], line)
+    result = run_cli("status", "h", "--config", str(config), "--json")
+    verdicts = {s["service"]: s for s in json.loads(result.stdout)["services"]}
+    assert verdicts["a"]["verdict"] == "unknown"
+    assert "says nothing of a" in verdicts["a"]["summary"]
+    assert verdicts["b"]["verdict"] == "dead", verdicts["b"]["summary"]

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import yaml
 
-from tui.core.sanitize import UNSAFE_TEXT, printable
+from tui.core.sanitize import BIDI_CONTROLS, UNSAFE_TEXT, printable
 from tui.errors import ConfigError
 
 #: The largest hosts.yaml babysit reads.
@@ -65,6 +65,8 @@ def unsafe_reason(text: str, *, line_breaks: bool = True, key: bool = False) -> 
     char = found.group()
     code = f"U+{ord(char):04X}"
     name = unicodedata.name(char, "")
+    if name and char not in BIDI_CONTROLS:  # U+2028, U+2029
+        return f"{subject}holds {code} ({name}), which breaks the line it stands in; remove it"
     if name:
         return (
             f"{subject}holds the bidirectional control {code} ({name}), which can make text "

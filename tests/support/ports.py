@@ -15,11 +15,13 @@ import os
 import socket
 
 FIRST, LAST = 10_000, 32_000
-#: Ports per xdist worker (gw0, gw1, …); one process without xdist takes the first range.
-PER_WORKER = 1_000
+#: Ports per xdist worker (gw0, gw1, …), the range shared out among however many there
+#: are; one process without xdist takes it all.
+_workers = max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1))
+PER_WORKER = (LAST - FIRST) // _workers
 
 _worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
-_start = FIRST + (int(_worker) if _worker.isdigit() else 0) * PER_WORKER % (LAST - FIRST)
+_start = FIRST + (int(_worker) % _workers if _worker.isdigit() else 0) * PER_WORKER
 _next = itertools.cycle(range(_start, _start + PER_WORKER))
 
 

@@ -28,6 +28,8 @@ from tui.core.sanitize import printable, printable_text
 
 #: Deeper than any answer the agent writes (its deepest is about 6 levels).
 MAX_DEPTH = 32
+#: Values in one answer: a probe of 1,024 services holds about 100 each.
+MAX_NODES = 1_000_000
 #: Numbers babysit stores are pids, sizes, offsets, inodes and ticks: all below 2**63.
 MAX_INT = 2**63 - 1
 #: Timestamps from a host are refused past the year 9999 less a day (datetime cannot show
@@ -55,7 +57,7 @@ def decode(raw: bytes | str, what: str) -> Fields:
         raise AnswerError(what, f"is nested deeper than {MAX_DEPTH} levels") from None
     except ValueError as error:
         raise AnswerError(what, f"is not JSON ({_short(str(error))})") from None
-    clean = _clean(data, 0, what)
+    clean = _clean(data, 0, what, [MAX_NODES])
     if not isinstance(clean, dict):
         raise AnswerError(what, f"is {_kind(clean)}, not an object")
     return Fields(clean, what)
@@ -70,13 +72,16 @@ def read(data: object, what: str) -> Fields:
     would give it."""
     if isinstance(data, Fields):
         return data
-    clean = _clean(data, 0, what)
+    clean = _clean(data, 0, what, [MAX_NODES])
     if not isinstance(clean, dict):
         raise AnswerError(what, f"is {_kind(clean)}, not an object")
     return Fields(clean, what)
 
 
-def _clean(value: object, depth: int, where: str) -> object:
+def _clean(value: object, depth: int, where: str, budget: list[int]) -> object:
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise AnswerError(where, f"holds more than {MAX_NODES:,} values")
     if isinstance(value, str):
         return printable_text(value)
     if isinstance(value, float) and not math.isfinite(value):
@@ -86,9 +91,9 @@ def _clean(value: object, depth: int, where: str) -> object:
     if depth >= MAX_DEPTH:
         raise AnswerError(where, f"is nested deeper than {MAX_DEPTH} levels")
     if isinstance(value, dict):
-        return {printable(k): _clean(v, depth + 1, where) for k, v in value.items()}
+        return {printable(k): _clean(v, depth + 1, where, budget) for k, v in value.items()}
     if isinstance(value, list):
-        return [_clean(v, depth + 1, where) for v in value]
+        return [_clean(v, depth + 1, where, budget) for v in value]
     raise AnswerError(where, f"holds {_kind(value)}")  # json.loads makes nothing else
 
 
@@ -226,6 +231,18 @@ class Fields:
     def integers(self, name: str) -> list[int]:
         """A list of whole numbers; missing or null is empty."""
         return [self._int(f"{name}[{i}]", v) for i, v in enumerate(self._list(name))]
+
+    def pids_or_words(self, name: str) -> list[int | str]:
+        """A list of pids, or of the host's words where it could not tell one
+        (``"unknown (not readable)"``); missing or null is empty."""
+        out: list[int | str] = []
+        for i, value in enumerate(self._list(name)):
+            out.append(
+                self._str(f"{name}[{i}]", value)
+                if isinstance(value, str)
+                else self._int(f"{name}[{i}]", value)
+            )
+        return out
 
     def strings(self, name: str) -> tuple[str, ...]:
         """A list of strings; missing or null is empty."""

@@ -32,12 +32,16 @@ BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2
 _BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
 # Lone surrogates (from JSON's "\ud800") cannot be written to a UTF-8 terminal at all.
 _SURROGATE = "\ud800-\udfff"
+# LINE SEPARATOR and PARAGRAPH SEPARATOR: str.splitlines() (and some terminals) break there.
+_LINE_BREAKS = "\u2028\u2029"
 
 # C0 controls except tab, DEL, C1 controls, bidi controls and lone surrogates: any
 # of them can move the cursor, retitle the window, hide text or end the program.
-_CONTROL = re.compile(f"[\\x00-\\x08\\x0a-\\x1f\\x7f-\\x9f{_BIDI}{_SURROGATE}]")
+_CONTROL = re.compile(f"[\\x00-\\x08\\x0a-\\x1f\\x7f-\\x9f{_BIDI}{_SURROGATE}{_LINE_BREAKS}]")
 # The same but keeping newlines, for text of several lines.
-_CONTROL_NOT_NEWLINE = re.compile(f"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f{_BIDI}{_SURROGATE}]")
+_CONTROL_NOT_NEWLINE = re.compile(
+    f"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f{_BIDI}{_SURROGATE}{_LINE_BREAKS}]"
+)
 
 # Escape sequences, 7-bit (ESC ...) and 8-bit (CSI U+009B, OSC U+009D, ...):
 #  - CSI: ESC [ or U+009B, parameter bytes, intermediate bytes, one final byte;

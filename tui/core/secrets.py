@@ -43,11 +43,16 @@ _NUMBER = re.compile(r"-\d|-\.\d")
 # one shell word (quoted or not).
 # The pair is looked at without being taken (a lookahead): the word after a name that is
 # no secret is looked at again as a name of its own (``cd /srv && vllm serve --api-key k``).
+# The value is one whole shell word: quoted parts, $(…) and `…`, escapes and bare
+# characters, in any mix (``SEK'RET'``, ``$(cat /run/key)``, ``SEK\ RET``).
 _SCRIPT_PAIR = re.compile(
-    r"""(?P<name>--?[A-Za-z][\w.-]*|(?<![\w$.-])[A-Za-z_]\w*)"""
+    r"""(?P<name>(?<![\w./-])--?[A-Za-z][\w.-]*|(?<![\w$./-])[A-Za-z_]\w*)"""
     r"""(?=(?P<sep>=|(?:[ \t]|\\\n)+)"""
-    r"""(?P<value>'[^']*'|"(?:[^"\\]|\\.)*"|[^\s'";&|()<>]+))"""
+    r"""(?P<value>(?:'[^']*'|"(?:[^"\\]|\\.)*"|\$\([^)]*\)|`[^`]*`|\\[\s\S]"""
+    r"""|[^\s'"`\\;&|()<>])+))"""
 )
+#: Flags after which the next word is a shell script: ``-c`` (and ``-lc``, ``-ec``, …), ``-S``.
+_SCRIPT_FLAG = re.compile(r"-[a-zA-Z]*c|-S")
 
 _KEY = random_source.token_bytes(32)
 
@@ -142,15 +147,20 @@ def redact_argv(argv: Sequence[str]) -> tuple[str, ...]:
     JSON) is given back the same."""
     shown: list[str] = []
     taking = False
+    script = False
     for word in argv:
         if isinstance(word, Redacted):
             shown.append(word)
+            script = False
             continue
         if taking and not _is_flag(word):
             shown.append(redact_value(word))
+            taking = script = False
             continue
         taking = False
-        shown.append(_redact_word(word))
+        shown.append(_redact_script(word) if script else _redact_word(word))
+        # ``sh -c SCRIPT``, ``bash -lc SCRIPT``, ``env -S SCRIPT``: the next word is a script.
+        script = _SCRIPT_FLAG.fullmatch(word) is not None
         if _is_flag(word) and "=" not in word:
             name = word.lstrip("-")
             taking = secret_name(name) and not name.startswith(_SWITCH_PREFIXES)
@@ -162,12 +172,16 @@ def _redact_word(word: str) -> str:
         name, eq, value = word.partition("=")
         if eq and secret_name(name):
             return redact_value(value, name + "=")
+        if eq:  # ``--env=HF_TOKEN=…`` (docker, podman): the value is an assignment
+            inner = _redact_word(value) if _ASSIGNMENT.fullmatch(value) else value
+            return word if inner == value else Redacted(name + "=" + inner, digest(word))
         return word
-    if any(c.isspace() for c in word):  # a script (``sh -c``), not one NAME=value word
-        return _redact_script(word)
     assignment = _ASSIGNMENT.fullmatch(word)
     if assignment is not None and secret_name(assignment.group(1)):
+        # The whole value, spaces and all (``env 'DB_PASSWORD=correct horse'``).
         return redact_value(assignment.group(2), assignment.group(1) + "=")
+    if any(c.isspace() for c in word):  # a script given some other way (``ssh host '…'``)
+        return _redact_script(word)
     return word
 
 
@@ -195,7 +209,7 @@ def _redact_script(script: str) -> str:
     return Redacted("".join(parts), digest(script))
 
 
-_SHOWN_BARE = re.compile(r"(?:[\w.-]+=)?<redacted, \d+ chars>")
+_SHOWN_BARE = re.compile(r"(?:[\w.-]+=)*<redacted, \d+ chars>")
 
 
 def command_text(argv: Sequence[str]) -> str:

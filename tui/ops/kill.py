@@ -438,7 +438,7 @@ def _event(data: Fields) -> KillEvent:
         gpu = data.opt_child("gpu")
         plain.update(
             remaining=data.integers("remaining"),
-            port_owners=data.integers("port_owners"),
+            port_owners=data.pids_or_words("port_owners"),
             gpu=None if gpu is None else _gpu_of(gpu),
         )
     return KillEvent(kind, pid, message, plain)

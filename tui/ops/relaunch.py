@@ -163,7 +163,7 @@ async def preflight(transport: Transport, service: Service) -> dict:
         gpus = answer.opt_child("gpus")
         apps = None if answer.data.get("gpu_apps") is None else answer.children("gpu_apps")
         return {
-            "port_owners": answer.integers("port_owners"),
+            "port_owners": answer.pids_or_words("port_owners"),
             "gpus": {} if gpus is None else {k: gpus.string(k) for k in gpus},
             "gpu_apps": None
             if apps is None

@@ -17,6 +17,7 @@ from tui.core.engines import args_heads
 from tui.core.metrics import PrometheusReaders
 from tui.core.report import ProbeDetails, ServiceReport, build_report
 from tui.core.runs import Assessment, ServiceProbe, assess, unknown
+from tui.core.sanitize import printable
 from tui.errors import CommandTimeout, TransportError
 from tui.remote.agentcall import chatter_note, client_chain, run_agent, stream_agent
 from tui.remote.transport import Completed, RemoteProcess, Transport
@@ -325,19 +326,32 @@ async def _probe(
             (unknown(host.name, s.name, f"the probe failed: {detail}", now), none) for s in chosen
         ]
     try:
-        data = decode(result.stdout, "the probe's answer")
+        # A big answer (a report of many services) is parsed off the event loop.
+        data = (
+            await asyncio.to_thread(decode, result.stdout, "the probe's answer")
+            if len(result.stdout) > 256 * 1024
+            else decode(result.stdout, "the probe's answer")
+        )
         if "error" in data:
             error = data.string("error")
             return [
                 (unknown(host.name, s.name, f"the probe failed: {error}", now), none)
                 for s in chosen
             ]
-        by_name = {entry.string("name"): entry for entry in data.children("services")}
+        # A service's entry with a bad name is that service's problem only (it goes
+        # unnamed, so its service is said to be missing from the answer).
+        by_name = {
+            printable(name): entry
+            for entry in data.children("services")
+            if isinstance(name := entry.data.get("name"), str)
+        }
         out = []
         for s in chosen:
             entry = by_name.get(s.name)
             if entry is None:
-                raise AnswerError("the probe's answer", f"says nothing of {s.name}")
+                reason = f"the probe's answer was unreadable: it says nothing of {s.name}"
+                out.append((unknown(host.name, s.name, reason, now), none))
+                continue
             try:
                 assessment = assess(ServiceProbe.from_json(host.name, s.engine.value, data, entry))
                 out.append((assessment, _details(entry, assessment)))
