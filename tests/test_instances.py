@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from support.ports import FIXED
 from support.sshd import Sshd
 
 from tui.cli import main
@@ -21,15 +22,17 @@ VMID = 105
 
 
 def instances_yaml(folder: Path, count: int = MAX_INSTANCES) -> str:
-    """A service of ``count`` instances, each with its own log in ``folder`` and port."""
+    """A service of ``count`` instances, each with its own log in ``folder`` and port (from
+    support.ports.FIXED on: no test's server listens there)."""
+    port = "{" + f"{FIXED} + i" + "}"  # a template of hosts.yaml, filled in per instance
     return (
         "  services:\n    dp:\n      engine: sglang\n"
         f"      instances: {count}\n"
         f"      log: {json.dumps(str(folder / 'gpu{i}.log'))}\n"
-        "      port: '{20000 + i}'\n"
+        f"      port: '{port}'\n"
         "      gpus: ['{i}']\n"
-        "      match: 'sglang\\.launch_server .*--port {20000 + i}( |$)'\n"
-        "      launch: {command: [python3, -m, sglang.launch_server, --port, '{20000 + i}']}\n"
+        f"      match: 'sglang\\.launch_server .*--port {port}( |$)'\n"
+        f"      launch: {{command: [python3, -m, sglang.launch_server, --port, '{port}']}}\n"
     )
 
 

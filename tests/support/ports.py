@@ -14,7 +14,11 @@ import itertools
 import os
 import socket
 
-FIRST, LAST = 10_000, 32_000
+FIRST, LAST = 10_000, 30_000
+#: Ports from here to the ephemeral range are handed to no test: for configs that name
+#: many fixed ports (``port: '{30000 + i}'`` of ``instances: 1024``), where no test's
+#: server may listen.
+FIXED = 30_000
 #: Ports per xdist worker (gw0, gw1, …), the range shared out among however many there
 #: are; one process without xdist takes it all.
 _workers = max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1))
