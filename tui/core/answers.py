@@ -49,7 +49,7 @@ class AnswerError(ValueError):
 def decode(raw: bytes | str, what: str) -> Fields:
     """One JSON object from a host, every string in it made printable.
 
-    ``what`` names the answer in errors ("the probe's answer", "a follower frame").
+    ``what`` names the answer in errors ("the probe's answer", "a frame header").
     """
     try:
         data = json.loads(raw, parse_constant=_no_constant)
@@ -57,10 +57,7 @@ def decode(raw: bytes | str, what: str) -> Fields:
         raise AnswerError(what, f"is nested deeper than {MAX_DEPTH} levels") from None
     except ValueError as error:
         raise AnswerError(what, f"is not JSON ({_short(str(error))})") from None
-    clean = _clean(data, 0, what, [MAX_NODES])
-    if not isinstance(clean, dict):
-        raise AnswerError(what, f"is {_kind(clean)}, not an object")
-    return Fields(clean, what)
+    return read(data, what)
 
 
 def _no_constant(name: str) -> object:
@@ -68,8 +65,8 @@ def _no_constant(name: str) -> object:
 
 
 def read(data: object, what: str) -> Fields:
-    """An answer already parsed (by a test, or the demo's agent in this process), as :func:`decode`
-    would give it."""
+    """An answer already parsed (a record read back, a test's), checked and made printable
+    as :func:`decode` does."""
     if isinstance(data, Fields):
         return data
     clean = _clean(data, 0, what, [MAX_NODES])
