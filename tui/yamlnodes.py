@@ -38,11 +38,6 @@ MAX_NODES = 250_000
 #: Characters in one scalar (a key or a value).
 MAX_SCALAR = 16 * 1024
 
-#: Characters no hosts.yaml string may hold: C0 controls but tab and line feed, DEL,
-#: C1 controls, and the Unicode bidi controls (ALM, LRM, RLM, LRE … RLO, LRI … PDI):
-#: the same set babysit never shows from a host (tui.core.sanitize).
-UNSAFE = UNSAFE_TEXT
-
 
 def shown(text: str, limit: int = 60) -> str:
     """``text`` quoted for a message: every control written as an escape, cut to ``limit``."""
@@ -55,7 +50,8 @@ def unsafe_reason(text: str, *, line_breaks: bool = True, key: bool = False) -> 
     """Why ``text`` may not be taken from hosts.yaml, in a plain sentence, or None.
     ``line_breaks``: whether a line feed may stand in it (never in a ``key``)."""
     subject = f"the key {shown(text)} " if key else ""
-    found = UNSAFE.search(text)
+    # The same set babysit never shows from a host (tui.core.sanitize).
+    found = UNSAFE_TEXT.search(text)
     if found is None:
         if "\n" not in text or (line_breaks and not key):
             return None

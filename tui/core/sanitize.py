@@ -29,19 +29,19 @@ from typing import TextIO
 #: The Unicode bidirectional controls: ALM, LRM, RLM, LRE RLE PDF LRO RLO, LRI RLI FSI PDI.
 BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 
-_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
 # Lone surrogates (from JSON's "\ud800") cannot be written to a UTF-8 terminal at all.
 _SURROGATE = "\ud800-\udfff"
 # LINE SEPARATOR and PARAGRAPH SEPARATOR: str.splitlines() (and some terminals) break there.
 _LINE_BREAKS = "\u2028\u2029"
 
-# C0 controls except tab, DEL, C1 controls, bidi controls and lone surrogates: any
-# of them can move the cursor, retitle the window, hide text or end the program.
-_CONTROL = re.compile(f"[\\x00-\\x08\\x0a-\\x1f\\x7f-\\x9f{_BIDI}{_SURROGATE}{_LINE_BREAKS}]")
-# The same but keeping newlines, for text of several lines.
-_CONTROL_NOT_NEWLINE = re.compile(
-    f"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f{_BIDI}{_SURROGATE}{_LINE_BREAKS}]"
-)
+# C0 controls except tab, DEL, C1 controls, bidi controls, lone surrogates and line
+# separators: any of them can move the cursor, retitle the window, hide text or end the
+# program.
+_UNICODE = f"{BIDI_CONTROLS}{_SURROGATE}{_LINE_BREAKS}"
+_CONTROL = re.compile(f"[\\x00-\\x08\\x0a-\\x1f\\x7f-\\x9f{_UNICODE}]")
+#: The same but keeping newlines, for text of several lines: what no text babysit shows
+#: may hold (hosts.yaml refuses the same set).
+UNSAFE_TEXT = re.compile(f"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f{_UNICODE}]")
 
 # Escape sequences, 7-bit (ESC ...) and 8-bit (CSI U+009B, OSC U+009D, ...):
 #  - CSI: ESC [ or U+009B, parameter bytes, intermediate bytes, one final byte;
@@ -82,21 +82,12 @@ def printable_text(text: str) -> str:
     """:func:`printable` for text of several lines: newlines stay newlines."""
     if text.isprintable():
         return text
-    return _CONTROL_NOT_NEWLINE.sub(_escape, text)
+    return UNSAFE_TEXT.sub(_escape, text)
 
 
 def printable_bytes(data: bytes) -> str:
     """Decode a host's bytes (invalid UTF-8 becomes U+FFFD) as a :func:`printable` fact."""
     return printable(data.decode("utf-8", "replace"))
-
-
-#: Characters no text babysit shows may hold (newline and tab are allowed).
-UNSAFE_TEXT = _CONTROL_NOT_NEWLINE
-
-
-def is_printable(text: str) -> bool:
-    """Whether ``text`` holds no control (other than tab and newline) and no bidi control."""
-    return _CONTROL_NOT_NEWLINE.search(text) is None
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -107,12 +98,6 @@ def _escape(match: re.Match[str]) -> str:
     return f"\\u{code:04x}"
 
 
-# What may never reach a terminal from babysit's own output: the same as _CONTROL_NOT_NEWLINE
-# but keeping tab. Shown as \uXXXX, which reads as itself on a terminal and is a valid
-# escape inside a JSON string, so the guard never breaks a --json document.
-_UNSAFE_OUT = _CONTROL_NOT_NEWLINE
-
-
 class PrintableStream:
     """A text stream that passes on only printable text (see :func:`guarded_output`)."""
 
@@ -121,7 +106,7 @@ class PrintableStream:
 
     def write(self, text: str) -> int:
         if not text.isprintable():
-            text = _UNSAFE_OUT.sub(_json_escape, text)
+            text = UNSAFE_TEXT.sub(_json_escape, text)
         return self.stream.write(text)
 
     def __getattr__(self, name: str) -> object:
@@ -129,6 +114,8 @@ class PrintableStream:
 
 
 def _json_escape(match: re.Match[str]) -> str:
+    # \uXXXX reads as itself on a terminal and is a valid escape inside a JSON string,
+    # so the guard never breaks a --json document.
     return f"\\u{ord(match.group()):04x}"
 
 
