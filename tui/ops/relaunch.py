@@ -25,6 +25,7 @@ import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from tui.config import Host, Service
 from tui.core.answers import AnswerError, Fields, decode
@@ -38,6 +39,8 @@ from tui.remote.agentcall import run_agent
 from tui.remote.follow import Follower
 from tui.remote.probe import READY_PATTERNS, host_state_dir
 from tui.remote.transport import Transport
+
+T = TypeVar("T")
 
 DEFAULT_TIMEOUT = 20 * 60.0
 
@@ -110,7 +113,18 @@ def who() -> str:
     return f"{getpass.getuser()}@{socket.gethostname()}"
 
 
-async def _action(transport: Transport, args: dict[str, object], timeout: float = 30.0) -> Fields:
+async def _action(
+    transport: Transport,
+    args: dict[str, object],
+    read: Callable[[Fields], T],
+    *,
+    what: str,
+    timeout: float = 30.0,
+    then: str = "",
+) -> T:
+    """The agent's answer to ``args`` (``what`` it is), read by ``read``; an answer
+    without the shape it must have is a LaunchFailed that says where (and ``then``:
+    what to do about it)."""
     result = (await run_agent(transport, args, timeout=timeout)).completed
     lines = [x for x in result.stdout.splitlines() if x.strip()]
     if not lines:
@@ -119,9 +133,11 @@ async def _action(transport: Transport, args: dict[str, object], timeout: float 
             f"({result.stderr_line() or f'exit status {result.exit_status}'})"
         )
     try:
-        return decode(lines[-1], f"the agent's answer to {args.get('mode')}")
+        return read(decode(lines[-1], "the answer"))
     except AnswerError as error:
-        raise LaunchFailed(f"{transport.chain_text}: {error}") from None
+        raise LaunchFailed(
+            f"{transport.chain_text}: the host's answer to {what} was unreadable ({error}){then}"
+        ) from None
 
 
 def check_preconditions(
@@ -156,28 +172,31 @@ def check_preconditions(
 async def preflight(transport: Transport, service: Service) -> dict:
     """Who holds the port and the service's GPUs: ``port_owners`` (pids), ``gpus`` (index
     → uuid) and ``gpu_apps`` (what nvidia-smi lists; None when it did not answer)."""
-    answer = await _action(
-        transport, {"mode": "preflight", "port": service.port, "gpus": list(service.gpus)}
+    return await _action(
+        transport,
+        {"mode": "preflight", "port": service.port, "gpus": list(service.gpus)},
+        _preflight,
+        what="the check of its port and GPUs",
     )
-    try:
-        gpus = answer.opt_child("gpus")
-        apps = None if answer.data.get("gpu_apps") is None else answer.children("gpu_apps")
-        return {
-            "port_owners": answer.pids_or_words("port_owners"),
-            "gpus": {} if gpus is None else {k: gpus.string(k) for k in gpus},
-            "gpu_apps": None
-            if apps is None
-            else [
-                {
-                    "pid": app.integer("pid"),
-                    "used_mib": app.opt_integer("used_mib") or 0,
-                    "gpu_uuid": app.opt_string("gpu_uuid"),
-                }
-                for app in apps
-            ],
-        }
-    except AnswerError as error:
-        raise LaunchFailed(f"{transport.chain_text}: {error}") from None
+
+
+def _preflight(answer: Fields) -> dict:
+    gpus = answer.opt_child("gpus")
+    apps = None if answer.data.get("gpu_apps") is None else answer.children("gpu_apps")
+    return {
+        "port_owners": answer.pids_or_words("port_owners"),
+        "gpus": {} if gpus is None else {k: gpus.string(k) for k in gpus},
+        "gpu_apps": None
+        if apps is None
+        else [
+            {
+                "pid": app.integer("pid"),
+                "used_mib": app.opt_integer("used_mib") or 0,
+                "gpu_uuid": app.opt_string("gpu_uuid"),
+            }
+            for app in apps
+        ],
+    }
 
 
 async def launch(transport: Transport, service: Service, *, keep: int | None = None) -> Launched:
@@ -200,8 +219,8 @@ async def launch(transport: Transport, service: Service, *, keep: int | None = N
         "run_id": uuid.uuid4().hex[:12],
         "who": who(),
     }
-    answer = await _action(transport, args)
-    try:
+
+    def launched(answer: Fields) -> Launched:
         if answer.opt_string("t") != "launched":
             said = answer.opt_string("message") or "no reason given"
             raise LaunchFailed(f"{service.label}: the server did not start: {said}")
@@ -217,22 +236,24 @@ async def launch(transport: Transport, service: Service, *, keep: int | None = N
             argv=shown,
             rotated_to=answer.opt_string("rotated"),
         )
-    except AnswerError as error:
-        # The host started something, maybe: its answer cannot say what. Never a guess.
-        raise LaunchFailed(
-            f"{service.label}: the host's answer to the launch was unreadable ({error}); "
-            "check with babysit status before launching again"
-        ) from None
+
+    # The host started something, maybe: an unreadable answer cannot say what. Never a guess.
+    return await _action(
+        transport,
+        args,
+        launched,
+        what="the launch",
+        then="; check with babysit status before launching again",
+    )
 
 
 async def is_alive(transport: Transport, launched: Launched) -> bool:
-    answer = await _action(
-        transport, {"mode": "alive", "pid": launched.pid, "start_ticks": launched.start_ticks}
+    return await _action(
+        transport,
+        {"mode": "alive", "pid": launched.pid, "start_ticks": launched.start_ticks},
+        lambda answer: answer.flag("alive"),
+        what="whether the new run lives",
     )
-    try:
-        return answer.flag("alive")
-    except AnswerError as error:
-        raise LaunchFailed(f"{transport.chain_text}: {error}") from None
 
 
 async def wait_ready(
