@@ -37,12 +37,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 from support.servers import Server
 from support.sshd import start_sshd
 
-from tui.app.screens.fleet import FLEET_TAIL
-from tui.commands.status import gather, select
-from tui.config import parse_config
-from tui.core.runs import Verdict
-from tui.remote import SshLinks, open_transport
-from tui.remote.probe import APPS_MAX_AGE, ProbeChannel, report_host
+from tui.commands.status import gather_reports, select
+from tui.core.verdicts import Verdict
+from tui.hostsfile import parse_config
+from tui.session.sessions import Sessions
 
 
 def free_ports(count: int) -> list[int]:
@@ -126,27 +124,23 @@ async def main() -> None:
             config = parse_config(text)
             wait_ready(servers)
             selection = select(config, [])
-            links = SshLinks()
-            transports = {host.name: open_transport(host, links) for host, _ in selection}
-            channels = {name: ProbeChannel(t) for name, t in transports.items()}
+            # The fleet view's own path: one session per service, one probe loop per host.
+            sessions = Sessions(interval=args.interval)
+            watches = {host.name: sessions.watch(host) for host, _ in selection}
             # Connect first: a refresh is measured on established connections.
-            await asyncio.gather(*(t.run(["true"], timeout=30) for t in transports.values()))
+            await asyncio.gather(
+                *(sessions.transport(host).run(["true"], timeout=30) for host, _ in selection)
+            )
 
             async def refresh() -> list[list[Verdict]]:
-                reports = await asyncio.gather(
-                    *(
-                        report_host(
-                            transports[host.name],
-                            host,
-                            services,
-                            tail_bytes=FLEET_TAIL,
-                            channel=channels[host.name],
-                            apps_max_age=APPS_MAX_AGE,
-                        )
-                        for host, services in selection
-                    )
+                await asyncio.gather(
+                    *(watches[host.name].refresh(services) for host, services in selection)
                 )
-                return [[r.assessment.verdict for r in group] for group in reports]
+                now = time.time()
+                return [
+                    [sessions.session(host, s).report(now).verdict for s in services]
+                    for host, services in selection
+                ]
 
             t0 = time.monotonic()
             await refresh()
@@ -163,9 +157,7 @@ async def main() -> None:
                 all1 = psutil.cpu_times()
                 machine_cpu.append((all1.user + all1.system) - (all0.user + all0.system))
                 verdicts = [v for group in results for v in group]
-            for channel in channels.values():
-                await channel.close()
-            await links.close()
+            await sessions.close()
             live = sum(v is Verdict.LIVE for v in verdicts)
             print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}")
             print(
@@ -193,7 +185,7 @@ async def main() -> None:
             )
             # The same through the CLI's code path, for completeness.
             t0 = time.monotonic()
-            await gather(selection)
+            await gather_reports(selection)
             status_s = time.monotonic() - t0
             print(f"babysit status (new connections each time): {status_s:.2f} s")
             if args.json:

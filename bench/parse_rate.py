@@ -8,7 +8,7 @@ fresh subprocess on one core (CPU time, best of --repeat):
 * the floor: read the file, split it into lines, decode them;
 * one ``re.search`` of a single SGLang decode-line pattern per line;
 * the full parser: what ``babysit parse`` does per line (cut, decode, clean,
-  :class:`tui.core.metrics.LogScanner`), without printing;
+  :class:`tui.core.metrics.boundaries.LogScanner`), without printing;
 * ``babysit parse FILE`` itself (text summary), end to end.
 
 Peak memory is each subprocess's ru_maxrss; the parser is also run on a
@@ -169,7 +169,7 @@ def measure(mode: str, path: Path, limit: int | None) -> dict[str, float]:
     from datetime import datetime
 
     from tui.commands.parse import read_lines
-    from tui.core.metrics import LogScanner
+    from tui.core.metrics.boundaries import LogScanner
 
     start = time.process_time()
     lines = found = 0

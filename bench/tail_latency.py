@@ -32,9 +32,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from support.sshd import Sshd, start_sshd
 
-from tui.config import parse_config
 from tui.core.follow import Start
 from tui.core.logcursor import LogLine
+from tui.hostsfile import parse_config
 from tui.remote import SshLinks, open_transport
 from tui.remote.follow import Follower
 
@@ -105,8 +105,7 @@ async def run_babysit(sshd: Sshd, log: Path, rate: int, seconds: float) -> Resul
         "hosts:\n" + "".join(f"  {x}\n" for x in sshd.host_yaml("h").splitlines())
     ).hosts["h"]
     links = SshLinks()
-    follower = Follower(open_transport(host, links), str(log), label="bench",
-                        start=Start(tail=0))
+    follower = Follower(open_transport(host, links), str(log), label="bench", start=Start(tail=0))
     latencies: list[float] = []
     seen: set[int] = set()
     opened = asyncio.Event()
@@ -126,7 +125,12 @@ async def run_babysit(sshd: Sshd, log: Path, rate: int, seconds: float) -> Resul
     me = psutil.Process()
     cpu0 = (cpu_of([me]), cpu_of(agent), cpu_of(sessions))
     writer = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", WRITER, str(log), str(rate), str(seconds),
+        sys.executable,
+        "-c",
+        WRITER,
+        str(log),
+        str(rate),
+        str(seconds),
         stdout=asyncio.subprocess.PIPE,
     )
     out, _ = await writer.communicate()
@@ -139,18 +143,42 @@ async def run_babysit(sshd: Sshd, log: Path, rate: int, seconds: float) -> Resul
     with contextlib.suppress(asyncio.CancelledError):
         await task
     await links.close()
-    return Result("babysit", rate, len(seen), sent, percentile(latencies, 0.5),
-                  percentile(latencies, 0.95),
-                  {"client": cpu1[0] - cpu0[0], "agent/tail": cpu1[1] - cpu0[1],
-                   "sshd": cpu1[2] - cpu0[2] - (cpu1[1] - cpu0[1])})
+    return Result(
+        "babysit",
+        rate,
+        len(seen),
+        sent,
+        percentile(latencies, 0.5),
+        percentile(latencies, 0.95),
+        {
+            "client": cpu1[0] - cpu0[0],
+            "agent/tail": cpu1[1] - cpu0[1],
+            "sshd": cpu1[2] - cpu0[2] - (cpu1[1] - cpu0[1]),
+        },
+    )
 
 
 async def run_ssh_tail(sshd: Sshd, log: Path, rate: int, seconds: float) -> Result:
     ssh = await asyncio.create_subprocess_exec(
-        "ssh", "-p", str(sshd.port), "-i", str(sshd.client_key),
-        "-o", f"UserKnownHostsFile={sshd.known_hosts}", "-o", "StrictHostKeyChecking=yes",
-        "-o", "BatchMode=yes", f"{sshd.user}@127.0.0.1", "tail", "-F", "-n", "0", str(log),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+        "ssh",
+        "-p",
+        str(sshd.port),
+        "-i",
+        str(sshd.client_key),
+        "-o",
+        f"UserKnownHostsFile={sshd.known_hosts}",
+        "-o",
+        "StrictHostKeyChecking=yes",
+        "-o",
+        "BatchMode=yes",
+        f"{sshd.user}@127.0.0.1",
+        "tail",
+        "-F",
+        "-n",
+        "0",
+        str(log),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
     )
     await asyncio.sleep(1.0)  # connected and tail started
     sessions = session_tree(sshd)
@@ -167,7 +195,12 @@ async def run_ssh_tail(sshd: Sshd, log: Path, rate: int, seconds: float) -> Resu
 
     reader = asyncio.create_task(consume())
     writer = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", WRITER, str(log), str(rate), str(seconds),
+        sys.executable,
+        "-c",
+        WRITER,
+        str(log),
+        str(rate),
+        str(seconds),
         stdout=asyncio.subprocess.PIPE,
     )
     out, _ = await writer.communicate()
@@ -181,10 +214,19 @@ async def run_ssh_tail(sshd: Sshd, log: Path, rate: int, seconds: float) -> Resu
     reader.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await reader
-    return Result("ssh tail -F", rate, len(seen), sent, percentile(latencies, 0.5),
-                  percentile(latencies, 0.95),
-                  {"client": cpu1[0] - cpu0[0], "agent/tail": cpu1[1] - cpu0[1],
-                   "sshd": cpu1[2] - cpu0[2] - (cpu1[1] - cpu0[1])})
+    return Result(
+        "ssh tail -F",
+        rate,
+        len(seen),
+        sent,
+        percentile(latencies, 0.5),
+        percentile(latencies, 0.95),
+        {
+            "client": cpu1[0] - cpu0[0],
+            "agent/tail": cpu1[1] - cpu0[1],
+            "sshd": cpu1[2] - cpu0[2] - (cpu1[1] - cpu0[1]),
+        },
+    )
 
 
 async def idle_agent_cpu(sshd: Sshd, log: Path, seconds: float) -> float:
@@ -192,8 +234,7 @@ async def idle_agent_cpu(sshd: Sshd, log: Path, seconds: float) -> float:
         "hosts:\n" + "".join(f"  {x}\n" for x in sshd.host_yaml("h").splitlines())
     ).hosts["h"]
     links = SshLinks()
-    follower = Follower(open_transport(host, links), str(log), label="bench",
-                        start=Start(tail=0))
+    follower = Follower(open_transport(host, links), str(log), label="bench", start=Start(tail=0))
     task = asyncio.create_task(anext(follower.rows()))
     await task
     agent = [p for p in session_tree(sshd) if "babysit-agent" in " ".join(p.cmdline())]
@@ -205,8 +246,10 @@ async def idle_agent_cpu(sshd: Sshd, log: Path, seconds: float) -> float:
 
 
 def machine() -> str:
-    return (f"{os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}, "
-            f"{subprocess.run(['ssh', '-V'], capture_output=True, text=True).stderr.strip()}")
+    return (
+        f"{os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}, "
+        f"{subprocess.run(['ssh', '-V'], capture_output=True, text=True).stderr.strip()}"
+    )
 
 
 async def main() -> None:
@@ -219,9 +262,11 @@ async def main() -> None:
         sshd = start_sshd(Path(tmp) / "sshd")
         try:
             print(f"machine: {machine()}")
-            print(f"{'follower':<13} {'rate/s':>7} {'sent':>7} {'lost':>6} {'p50 ms':>8} "
-                  f"{'p95 ms':>8} {'cpu client':>10} {'cpu agent':>10} {'cpu sshd':>9} "
-                  f"{'cpu µs/line':>11}")
+            print(
+                f"{'follower':<13} {'rate/s':>7} {'sent':>7} {'lost':>6} {'p50 ms':>8} "
+                f"{'p95 ms':>8} {'cpu client':>10} {'cpu agent':>10} {'cpu sshd':>9} "
+                f"{'cpu µs/line':>11}"
+            )
             for rate in rates:
                 for runner in (run_babysit, run_ssh_tail):
                     log = Path(tmp) / f"{runner.__name__}-{rate}.log"
@@ -229,11 +274,13 @@ async def main() -> None:
                     result = await runner(sshd, log, rate, args.seconds)
                     total_cpu = sum(result.cpu.values())
                     per_line = total_cpu / max(result.sent, 1) * 1e6
-                    print(f"{result.name:<13} {rate:>7} {result.sent:>7} "
-                          f"{result.sent - result.received:>6} {result.p50_ms:>8.2f} "
-                          f"{result.p95_ms:>8.2f} {result.cpu['client']:>10.2f} "
-                          f"{result.cpu['agent/tail']:>10.2f} {result.cpu['sshd']:>9.2f} "
-                          f"{per_line:>11.1f}")
+                    print(
+                        f"{result.name:<13} {rate:>7} {result.sent:>7} "
+                        f"{result.sent - result.received:>6} {result.p50_ms:>8.2f} "
+                        f"{result.p95_ms:>8.2f} {result.cpu['client']:>10.2f} "
+                        f"{result.cpu['agent/tail']:>10.2f} {result.cpu['sshd']:>9.2f} "
+                        f"{per_line:>11.1f}"
+                    )
             idle_log = Path(tmp) / "idle.log"
             idle_log.write_text("quiet\n")
             idle = await idle_agent_cpu(sshd, idle_log, min(args.seconds, 10))

@@ -10,7 +10,7 @@ import pytest
 from support.servers import Server
 from support.sshd import Sshd, start_sshd
 
-from tui.config import parse_config
+from tui.hostsfile import parse_config
 from tui.remote import SshLinks, Transport, open_transport
 
 VMID = 105

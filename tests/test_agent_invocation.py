@@ -13,10 +13,11 @@ from support.servers import Server
 from support.sshd import Sshd, start_sshd
 
 from tui.cli import main
-from tui.config import Host, parse_config
+from tui.config import Host
 from tui.core.follow import Start
 from tui.core.logcursor import EventKind, EventRow, LogLine
-from tui.core.runs import Verdict
+from tui.core.verdicts import Verdict
+from tui.hostsfile import parse_config
 from tui.remote import SshLinks, Transport, open_transport
 from tui.remote.agentcall import BOOTSTRAP, Preamble, start_mark
 from tui.remote.follow import Follower
@@ -53,6 +54,7 @@ def command_lines_holding(text: str) -> list[tuple[int, list[str]]]:
     return found
 
 
+@pytest.mark.integration
 async def test_a_match_that_names_its_own_text_finds_no_run(
     transport: Transport, tmp_path: Path
 ) -> None:
@@ -73,6 +75,7 @@ async def test_a_match_that_names_its_own_text_finds_no_run(
         await channel.close()
 
 
+@pytest.mark.integration
 async def test_no_request_text_is_in_any_command_line(transport: Transport, tmp_path: Path) -> None:
     log = tmp_path / "needle-7f3a.log"
     log.write_text("line 1\n")
@@ -92,6 +95,7 @@ async def test_no_request_text_is_in_any_command_line(transport: Transport, tmp_
         await rows.aclose()
 
 
+@pytest.mark.unit
 def test_the_start_mark_is_found_across_chunks_and_what_precedes_it_kept() -> None:
     mark = start_mark("00ff")
     stream = b"Welcome\r\n\x1b]0;title\x07motd" + mark + b'{"answer": 1}\n'
@@ -102,6 +106,7 @@ def test_the_start_mark_is_found_across_chunks_and_what_precedes_it_kept() -> No
         assert preamble.chatter == b"Welcome\r\n\x1b]0;title\x07motd"
 
 
+@pytest.mark.unit
 def test_output_without_the_mark_is_never_taken_for_the_agent() -> None:
     preamble = Preamble(start_mark("00ff"))
     assert preamble.feed(b'{"services": []}\n' * 100) == b""
@@ -109,6 +114,7 @@ def test_output_without_the_mark_is_never_taken_for_the_agent() -> None:
     assert not preamble.found
 
 
+@pytest.mark.integration
 @pytest.mark.sshd
 class TestChattyLoginShell:
     @pytest.fixture

@@ -9,7 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from tui.remote import agent
+from tui.agent import sockets as listening
+
+pytestmark = pytest.mark.integration
 
 
 def inode_of(sock: socket.socket) -> int:
@@ -49,13 +51,13 @@ def test_netlink_and_proc_agree_on_real_listeners(sockets: list[socket.socket]) 
     bound_only.bind(("127.0.0.1", 0))
     sockets.append(bound_only)
 
-    by_netlink = agent.listening_by_netlink()
-    assert by_netlink == agent.listening_by_proc()
+    by_netlink = listening.listening_by_netlink()
+    assert by_netlink == listening.listening_by_proc()
     expected = {inode_of(v4)} | ({inode_of(v6)} if v6 is not None else set())
     assert set(by_netlink[port]) == expected
     assert by_netlink[port][inode_of(v4)] == os.getuid()  # each listener with its owner
     assert bound_only.getsockname()[1] not in by_netlink
-    assert agent.listening_sockets() == by_netlink
+    assert listening.listening_sockets() == by_netlink
 
 
 def test_without_netlink_proc_answers(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -68,5 +70,5 @@ def test_without_netlink_proc_answers(monkeypatch: pytest.MonkeyPatch) -> None:
         def refused() -> dict[int, dict[int, int]]:
             raise PermissionError(13, "Permission denied")
 
-        monkeypatch.setattr(agent, "listening_by_netlink", refused)
-        assert agent.listening_sockets()[port] == {inode_of(listener): os.getuid()}
+        monkeypatch.setattr(listening, "listening_by_netlink", refused)
+        assert listening.listening_sockets()[port] == {inode_of(listener): os.getuid()}

@@ -18,7 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+import pytest
 from support.servers import REPO, Server, free_port, service_yaml
+from support.sessions import StandIns
+from support.wait import until
 from test_app_host_screen import screen_lines
 from test_app_snapshots import (
     DEV,
@@ -32,22 +35,27 @@ from test_app_snapshots import (
     rows_shown,
     utc,  # noqa: F401 (a fixture)
 )
+from textual.command import CommandList
 from textual.pilot import Pilot
 from textual.widgets import Button
 
-from tui.app.app import BabysitApp
+from tui.app.app import BabysitApp, HostView, make_app
 from tui.app.screens.action_words import KillWords, WaitWords
 from tui.app.screens.confirm import ConfirmAction, gpu_text
 from tui.app.screens.help import HelpScreen
 from tui.app.screens.host import HostScreen
 from tui.app.widgets.action_progress import ActionProgress
 from tui.app.widgets.log_view import LogView
-from tui.config import parse_config
+from tui.core.assess import assess
 from tui.core.follow import FileInfo
 from tui.core.logcursor import EventKind, EventRow, LogCursor, LogLine, Row
-from tui.core.runs import Assessment, ServiceProbe, Verdict, assess
-from tui.ops.kill import KillEvent, KillTarget
+from tui.core.runs import Assessment, ServiceProbe
+from tui.core.verdicts import Verdict
+from tui.hostsfile import parse_config
+from tui.ops.kill import KillTarget
+from tui.ops.kill_outcome import KillEvent
 from tui.ops.relaunch import Launched, WaitProgress, WaitResult
+from tui.session.sessions import Sessions
 
 READY = "The server is fired up and ready to roll!"
 
@@ -58,7 +66,9 @@ READY = "The server is fired up and ready to roll!"
 def real_app(log: Path, port: int, **kwargs: Any) -> BabysitApp:
     body = "h:\n  local: true\n" + service_yaml(log, port, stop_grace=5)
     host = parse_config("hosts:\n" + "".join(f"  {x}\n" for x in body.splitlines())).hosts["h"]
-    return BabysitApp(host, host.services["qwen"], probe_interval=0.2, **kwargs)
+    return BabysitApp(
+        HostView(host, host.services["qwen"]), sessions=Sessions(interval=0.2), **kwargs
+    )
 
 
 def kill_port(port: int) -> None:
@@ -68,16 +78,14 @@ def kill_port(port: int) -> None:
             proc.kill()
 
 
-async def until(
-    pilot: Pilot[Any], check: Callable[[], object], what: str, timeout: float = 20.0
-) -> None:
-    for _ in range(int(timeout / 0.05)):
-        if check():
-            return
-        await pilot.pause(0.05)
-    progress = [w for s in pilot.app.screen_stack for w in s.query(ActionProgress)]
-    said = f" (progress: {progress[0].words!r})" if progress else ""
-    raise AssertionError(f"timed out waiting for {what}{said}")
+def with_progress(pilot: Pilot[Any], what: str) -> Callable[[], str]:
+    """``what``, and the action progress's words if one is shown: a timeout's message."""
+
+    def said() -> str:
+        progress = [w for s in pilot.app.screen_stack for w in s.query(ActionProgress)]
+        return f"{what} (progress: {progress[0].words!r})" if progress else what
+
+    return said
 
 
 def host_screen(app: BabysitApp) -> HostScreen:
@@ -102,7 +110,7 @@ async def later_refreshes(pilot: Pilot[Any], app: BabysitApp, count: int = 2) ->
             now = host_screen(app).assessment
             return now is not None and now.checked_at > since
 
-        await until(pilot, newer, "a later refresh")
+        await until(newer, with_progress(pilot, "a later refresh"), pilot=pilot)
 
 
 def footer_text(app: BabysitApp) -> str:
@@ -140,13 +148,18 @@ def assert_new_run_shown_once(screen: HostScreen, inode: int) -> None:
 
 
 async def modal_of(pilot: Pilot[Any]) -> ConfirmAction:
-    await until(pilot, lambda: isinstance(pilot.app.screen, ConfirmAction), "the modal")
+    await until(
+        lambda: isinstance(pilot.app.screen, ConfirmAction),
+        with_progress(pilot, "the modal"),
+        pilot=pilot,
+    )
     await pilot.pause()
     modal = pilot.app.screen
     assert isinstance(modal, ConfirmAction)
     return modal
 
 
+@pytest.mark.integration
 async def test_k_asks_first_cancel_leaves_it_running_confirm_kills_it(tmp_path: Path) -> None:
     log = tmp_path / "serve.log"
     server = Server(log, load=0.2)
@@ -154,7 +167,9 @@ async def test_k_asks_first_cancel_leaves_it_running_confirm_kills_it(tmp_path: 
         server.wait_for(READY)
         app = real_app(log, server.port)
         async with app.run_test(size=(120, 36)) as pilot:
-            await until(pilot, lambda: verdict(app) is Verdict.LIVE, "LIVE")
+            await until(
+                lambda: verdict(app) is Verdict.LIVE, with_progress(pilot, "LIVE"), pilot=pilot
+            )
             screen = host_screen(app)
             assert screen.check_action("kill", ()) is True
             assert screen.check_action("replace", ()) is True
@@ -167,9 +182,17 @@ async def test_k_asks_first_cancel_leaves_it_running_confirm_kills_it(tmp_path: 
             assert shlex.join(psutil.Process(server.pid).cmdline()) in text
             assert "children: none" in text
             assert app.focused is not None and app.focused.id == "cancel"
-            await until(pilot, lambda: "checking" not in modal.plan.text(), "the GPU fact")
+            await until(
+                lambda: "checking" not in modal.plan.text(),
+                with_progress(pilot, "the GPU fact"),
+                pilot=pilot,
+            )
             await pilot.press("enter")  # on Cancel
-            await until(pilot, lambda: app.screen is screen, "the modal to close")
+            await until(
+                lambda: app.screen is screen,
+                with_progress(pilot, "the modal to close"),
+                pilot=pilot,
+            )
             await later_refreshes(pilot, app)
             assert server.proc.poll() is None, "Cancel signals nothing"
             assert verdict(app) is Verdict.LIVE
@@ -180,10 +203,16 @@ async def test_k_asks_first_cancel_leaves_it_running_confirm_kills_it(tmp_path: 
             await pilot.press("tab")
             assert app.focused is not None and app.focused.id == "confirm"
             await pilot.press("enter")
-            await until(pilot, lambda: screen.progress.has_class("-ok"), "the kill to finish")
+            await until(
+                lambda: screen.progress.has_class("-ok"),
+                with_progress(pilot, "the kill to finish"),
+                pilot=pilot,
+            )
             assert server.proc.wait(5) is not None
             assert f"pid {server.pid} and 0 child process(es) are gone" in screen.progress.words
-            await until(pilot, lambda: verdict(app) is Verdict.DEAD, "DEAD")
+            await until(
+                lambda: verdict(app) is Verdict.DEAD, with_progress(pilot, "DEAD"), pilot=pilot
+            )
             assert "DEAD" in str(screen.query_one("#banner").render())
             assert screen.check_action("kill", ()) is None
             events = [r.event.message for r in screen.log_view.buffer if isinstance(r, EventRow)]
@@ -195,6 +224,7 @@ async def test_k_asks_first_cancel_leaves_it_running_confirm_kills_it(tmp_path: 
         server.kill()
 
 
+@pytest.mark.integration
 async def test_r_relaunches_follows_the_new_inode_and_reaches_ready(tmp_path: Path) -> None:
     log = tmp_path / "serve.log"
     log.write_text(f"[2026-05-09 09:22:05] {READY}\n")  # a previous run's ready line
@@ -203,7 +233,9 @@ async def test_r_relaunches_follows_the_new_inode_and_reaches_ready(tmp_path: Pa
     app = real_app(log, port)
     try:
         async with app.run_test(size=(120, 36)) as pilot:
-            await until(pilot, lambda: verdict(app) is Verdict.DEAD, "DEAD")
+            await until(
+                lambda: verdict(app) is Verdict.DEAD, with_progress(pilot, "DEAD"), pilot=pilot
+            )
             screen = host_screen(app)
             assert screen.check_action("relaunch", ()) is True
             assert screen.check_action("kill", ()) is None
@@ -222,20 +254,29 @@ async def test_r_relaunches_follows_the_new_inode_and_reaches_ready(tmp_path: Pa
             assert app.focused is not None and app.focused.id == "cancel"
             await pilot.click("#confirm")
 
-            await until(pilot, lambda: screen.progress.has_class("-ok"), "ready", timeout=30)
+            await until(
+                lambda: screen.progress.has_class("-ok"),
+                with_progress(pilot, "ready"),
+                timeout=30,
+                pilot=pilot,
+            )
             words = screen.progress.words
             assert " is ready after " in words and READY in words, words
             new_inode = log.stat().st_ino
             assert new_inode != old_inode
             view = screen.query_one(LogView)
-            await until(pilot, lambda: view.file is not None, "the new file")
+            await until(
+                lambda: view.file is not None, with_progress(pilot, "the new file"), pilot=pilot
+            )
             assert view.file is not None and view.file.inode == new_inode
             fresh = [r for r in view.buffer if isinstance(r, LogLine) and r.inode == new_inode]
             assert fresh[0].text.startswith("babysit run="), "from the anchor: the marker first"
             assert any(READY in r.text for r in fresh)
             rotated = [p for p in tmp_path.iterdir() if p.name.startswith("serve.log.")]
             assert len(rotated) == 1 and READY in rotated[0].read_text()
-            await until(pilot, lambda: verdict(app) is Verdict.LIVE, "LIVE")
+            await until(
+                lambda: verdict(app) is Verdict.LIVE, with_progress(pilot, "LIVE"), pilot=pilot
+            )
             assert_new_run_shown_once(screen, new_inode)
         actions = [(e["action"], e["ok"]) for e in audit_lines()]
         assert actions == [("relaunch", True), ("wait", True)]
@@ -243,6 +284,7 @@ async def test_r_relaunches_follows_the_new_inode_and_reaches_ready(tmp_path: Pa
         kill_port(port)
 
 
+@pytest.mark.integration
 async def test_capital_r_kills_then_relaunches(tmp_path: Path) -> None:
     log = tmp_path / "serve.log"
     server = Server(log, load=0.2)
@@ -250,7 +292,9 @@ async def test_capital_r_kills_then_relaunches(tmp_path: Path) -> None:
         server.wait_for(READY)
         app = real_app(log, server.port)
         async with app.run_test(size=(120, 36)) as pilot:
-            await until(pilot, lambda: verdict(app) is Verdict.LIVE, "LIVE")
+            await until(
+                lambda: verdict(app) is Verdict.LIVE, with_progress(pilot, "LIVE"), pilot=pilot
+            )
             screen = host_screen(app)
             await pilot.press("R")
             modal = await modal_of(pilot)
@@ -258,23 +302,27 @@ async def test_capital_r_kills_then_relaunches(tmp_path: Path) -> None:
             assert f"1 · stop pid {server.pid}" in text and "2 · start again" in text
             await pilot.press("tab", "enter")
             await until(
-                pilot,
                 lambda: screen.progress.has_class("-ok") and "ready" in screen.progress.words,
-                "ready",
+                with_progress(pilot, "ready"),
                 timeout=30,
+                pilot=pilot,
             )
             assert server.proc.poll() is not None
-            await until(pilot, lambda: verdict(app) is Verdict.LIVE, "LIVE again")
+            await until(
+                lambda: verdict(app) is Verdict.LIVE,
+                with_progress(pilot, "LIVE again"),
+                pilot=pilot,
+            )
             a = screen.assessment
             assert a is not None and a.run is not None and a.run.root.pid != server.pid
             new_inode = log.stat().st_ino
             await until(
-                pilot,
                 lambda: any(
                     isinstance(r, LogLine) and r.inode == new_inode and READY in r.text
                     for r in screen.log_view.buffer
                 ),
-                "the new run's ready line",
+                with_progress(pilot, "the new run's ready line"),
+                pilot=pilot,
             )
             assert_new_run_shown_once(screen, new_inode)
         actions = [(e["action"], e["ok"]) for e in audit_lines()]
@@ -284,6 +332,7 @@ async def test_capital_r_kills_then_relaunches(tmp_path: Path) -> None:
         kill_port(server.port)
 
 
+@pytest.mark.integration
 async def test_a_relaunch_refused_after_confirming_is_told_in_plain_words(
     tmp_path: Path,
 ) -> None:
@@ -294,14 +343,20 @@ async def test_a_relaunch_refused_after_confirming_is_told_in_plain_words(
     server: Server | None = None
     try:
         async with app.run_test(size=(120, 36)) as pilot:
-            await until(pilot, lambda: verdict(app) is Verdict.DEAD, "DEAD")
+            await until(
+                lambda: verdict(app) is Verdict.DEAD, with_progress(pilot, "DEAD"), pilot=pilot
+            )
             screen = host_screen(app)
             await pilot.press("r")
             await modal_of(pilot)
             server = Server(log, port=port, load=0.2)  # someone started it by hand meanwhile
             server.wait_for(READY)
             await pilot.press("tab", "enter")
-            await until(pilot, lambda: screen.progress.has_class("-failed"), "the refusal")
+            await until(
+                lambda: screen.progress.has_class("-failed"),
+                with_progress(pilot, "the refusal"),
+                pilot=pilot,
+            )
             words = screen.progress.words
             assert words.startswith("not done: h/qwen has a run: LIVE — pid"), words
             assert "use --replace (R) to stop it first" in words
@@ -323,6 +378,7 @@ async def test_a_relaunch_refused_after_confirming_is_told_in_plain_words(
             server.kill()
 
 
+@pytest.mark.integration
 async def test_read_only_offers_and_runs_no_action(tmp_path: Path) -> None:
     log = tmp_path / "serve.log"
     server = Server(log, load=0.2)
@@ -330,14 +386,18 @@ async def test_read_only_offers_and_runs_no_action(tmp_path: Path) -> None:
         server.wait_for(READY)
         app = real_app(log, server.port, read_only=True)
         async with app.run_test(size=(120, 36)) as pilot:
-            await until(pilot, lambda: verdict(app) is Verdict.LIVE, "LIVE")
+            await until(
+                lambda: verdict(app) is Verdict.LIVE, with_progress(pilot, "LIVE"), pilot=pilot
+            )
             screen = host_screen(app)
             for action in ("kill", "relaunch", "replace"):
                 assert screen.check_action(action, ()) is False
             await pilot.press("k", "r", "R")
             await later_refreshes(pilot, app)
             assert app.screen is screen, "no modal"
-            await until(pilot, lambda: footer_text(app).strip(), "the footer")
+            await until(
+                lambda: footer_text(app).strip(), with_progress(pilot, "the footer"), pilot=pilot
+            )
             footer = footer_text(app)
             assert "search" in footer
             assert "kill" not in footer and "relaunch" not in footer and "replace" not in footer
@@ -350,6 +410,7 @@ async def test_read_only_offers_and_runs_no_action(tmp_path: Path) -> None:
         server.kill()
 
 
+@pytest.mark.integration
 async def test_keys_are_disabled_without_a_run_or_a_launch(tmp_path: Path) -> None:
     log = tmp_path / "serve.log"
     log.write_text("an old line\n")
@@ -359,13 +420,15 @@ async def test_keys_are_disabled_without_a_run_or_a_launch(tmp_path: Path) -> No
         "match: 'tui sim .*--port 1 '}\n"
     )
     host = config.hosts["h"]
-    app = BabysitApp(host, host.services["qwen"], probe_interval=0.2)
+    app = BabysitApp(HostView(host, host.services["qwen"]), sessions=Sessions(interval=0.2))
     async with app.run_test(size=(120, 36)) as pilot:
-        await until(pilot, lambda: verdict(app) is Verdict.DEAD, "DEAD")
+        await until(lambda: verdict(app) is Verdict.DEAD, with_progress(pilot, "DEAD"), pilot=pilot)
         screen = host_screen(app)
         for action in ("kill", "relaunch", "replace"):
             assert screen.check_action(action, ()) is None, action
-        await until(pilot, lambda: footer_text(app).strip(), "the footer")
+        await until(
+            lambda: footer_text(app).strip(), with_progress(pilot, "the footer"), pilot=pilot
+        )
         assert " k kill " in footer_text(app), "shown, greyed out"
         await pilot.press("k", "r", "R")
         await later_refreshes(pilot, app)
@@ -375,6 +438,7 @@ async def test_keys_are_disabled_without_a_run_or_a_launch(tmp_path: Path) -> No
 # ---------------------------------------------------------------------- words
 
 
+@pytest.mark.unit
 def test_kill_words_count_the_grace_then_say_what_is_checked() -> None:
     target = KillTarget("b", ((PID, 1), (PID + 1, 2)), 30000)
     words = KillWords(target, 30)
@@ -391,6 +455,7 @@ def test_kill_words_count_the_grace_then_say_what_is_checked() -> None:
     assert words.text(31).endswith("2 of 2 gone; checking the port and GPU memory … 31 s")
 
 
+@pytest.mark.unit
 def test_wait_words_carry_phase_and_the_last_fresh_line() -> None:
     launched = Launched("r", 70001, 1, "b", "/l", 1, 2, 0, (), None)
     words = WaitWords(launched)
@@ -401,6 +466,7 @@ def test_wait_words_carry_phase_and_the_last_fresh_line() -> None:
     )
 
 
+@pytest.mark.unit
 def test_gpu_fact_names_the_pids_or_says_why_not() -> None:
     apps = [
         {"pid": PID, "used_mib": 38912, "gpu_uuid": "GPU-a"},
@@ -541,33 +607,37 @@ def snap_app(
     stand-in launch), the probe sees it starting — always in that order."""
     new_run = NewRunFollower()
 
-    async def probe() -> Assessment:
-        return new_run_starting() if new_run.shown else assessment
+    def answers(host: object, services: object) -> list[Assessment]:
+        return [new_run_starting() if new_run.shown else assessment]
 
-    def anchor_follower(transport: object) -> Callable[[LogCursor], NewRunFollower]:
-        return lambda cursor: new_run
+    def follower(session: object, cursor: LogCursor | None, pid: int | None) -> Any:
+        return new_run if cursor is not None else FixedFollower()
 
-    host = parse_config(SNAP_HOSTS).hosts["kpro5"]
-    return BabysitApp(
-        host,
-        host.services["qwen"],
-        transport_factory=lambda host, links: ConnectedTransport(),
-        follower_factory=lambda transport: FixedFollower(),
+    config = parse_config(SNAP_HOSTS)
+    sessions = StandIns(
+        answers=answers,
+        follower=follower,
+        ops=lambda host, service: StandInOps(),
+        transport=ConnectedTransport(),
         clock=lambda: NOW,
-        probe_factory=lambda transport: probe,
-        ops_factory=lambda transport: StandInOps(),
-        anchor_follower_factory=anchor_follower,
-        read_only=read_only,
-        probe_interval=probe_interval,
+        interval=probe_interval,
+    )
+    return make_app(
+        config, ["kpro5/qwen"], sessions=sessions, read_only=read_only, clock=lambda: NOW
     )
 
 
 async def modal_drawn(pilot: Pilot[Any]) -> None:
     modal = await modal_of(pilot)
-    await until(pilot, lambda: "checking" not in modal.plan.text(), "the GPU fact")
+    await until(
+        lambda: "checking" not in modal.plan.text(),
+        with_progress(pilot, "the GPU fact"),
+        pilot=pilot,
+    )
     await pilot.pause()
 
 
+@pytest.mark.integration
 def test_kill_modal(utc: None, snap_compare: Any) -> None:  # noqa: F811
     """k on a live run: pid, start time and age, command, children, GPU memory; Cancel focused."""
 
@@ -581,6 +651,7 @@ def test_kill_modal(utc: None, snap_compare: Any) -> None:  # noqa: F811
     assert snap_compare(app, terminal_size=SIZE, run_before=press_k)
 
 
+@pytest.mark.integration
 def test_relaunch_modal(utc: None, snap_compare: Any) -> None:  # noqa: F811
     """r with no run: the full command, cwd, env (token hidden), the log's rename."""
 
@@ -594,6 +665,7 @@ def test_relaunch_modal(utc: None, snap_compare: Any) -> None:  # noqa: F811
     assert snap_compare(app, terminal_size=SIZE, run_before=press_r)
 
 
+@pytest.mark.integration
 def test_relaunch_progress(utc: None, snap_compare: Any) -> None:  # noqa: F811
     """Confirmed: the progress line under the banner, the pane on the new run's file."""
 
@@ -604,16 +676,29 @@ def test_relaunch_progress(utc: None, snap_compare: Any) -> None:  # noqa: F811
         await pilot.press("tab", "enter")
         screen = host_screen(pilot.app)  # type: ignore[arg-type]
         progress = screen.query_one(ActionProgress)
-        await until(pilot, lambda: "loading weights" in progress.words, "the progress")
+        await until(
+            lambda: "loading weights" in progress.words,
+            with_progress(pilot, "the progress"),
+            pilot=pilot,
+        )
         view = screen.query_one(LogView)
-        await until(pilot, lambda: view.file is not None and view.file.inode == NEW_INODE, "pane")
-        await until(pilot, lambda: verdict(pilot.app) is Verdict.STARTING, "STARTING")  # type: ignore[arg-type]
+        await until(
+            lambda: view.file is not None and view.file.inode == NEW_INODE,
+            with_progress(pilot, "pane"),
+            pilot=pilot,
+        )
+        await until(
+            lambda: verdict(pilot.app) is Verdict.STARTING,
+            with_progress(pilot, "STARTING"),
+            pilot=pilot,
+        )  # type: ignore[arg-type]
         await pilot.pause()
 
     app = snap_app(probed(writes=None, ready=None, mtime=NOW - 180), probe_interval=0.1)
     assert snap_compare(app, terminal_size=SIZE, run_before=relaunch)
 
 
+@pytest.mark.integration
 def test_read_only(utc: None, snap_compare: Any) -> None:  # noqa: F811
     """--read-only on a live run: no k, r or R in the footer, and pressing them does nothing."""
 
@@ -627,19 +712,25 @@ def test_read_only(utc: None, snap_compare: Any) -> None:  # noqa: F811
     assert snap_compare(app, terminal_size=SIZE, run_before=press_keys)
 
 
+@pytest.mark.integration
 def test_help_lists_the_keys(utc: None, snap_compare: Any) -> None:  # noqa: F811
     """? on a live run: every key, those not usable now (relaunch: a run is there) dimmed."""
 
     async def press_help(pilot: Pilot[Any]) -> None:
         await rows_shown(pilot)
         await pilot.press("question_mark")
-        await until(pilot, lambda: isinstance(pilot.app.screen, HelpScreen), "help")
+        await until(
+            lambda: isinstance(pilot.app.screen, HelpScreen),
+            with_progress(pilot, "help"),
+            pilot=pilot,
+        )
         await pilot.pause()
 
     app = snap_app(probed(writes=INODE, ready=True))
     assert snap_compare(app, terminal_size=SIZE, run_before=press_help)
 
 
+@pytest.mark.integration
 async def test_the_command_palette_offers_each_allowed_action(utc: None) -> None:  # noqa: F811
     app = snap_app(probed(writes=INODE, ready=True))
     async with app.run_test(size=SIZE) as pilot:
@@ -651,12 +742,22 @@ async def test_the_command_palette_offers_each_allowed_action(utc: None) -> None
         await pilot.press("ctrl+p")
         await pilot.pause()
         await pilot.press(*"kill the")
-        await pilot.pause(0.3)
+
+        def kill_offered() -> bool:
+            hits = app.screen.query(CommandList)
+            return bool(hits) and any(
+                "Kill the run" in str(hits.first().get_option_at_index(i).prompt)
+                for i in range(hits.first().option_count)
+            )
+
+        await until(kill_offered, "the palette offering Kill the run", pilot=pilot)
         await pilot.press("enter")
         modal = await modal_of(pilot)
         assert modal.plan.title == "Kill kpro5/qwen?"
         await pilot.press("escape")
-        await until(pilot, lambda: app.screen is screen, "the modal to close")
+        await until(
+            lambda: app.screen is screen, with_progress(pilot, "the modal to close"), pilot=pilot
+        )
 
     read_only = snap_app(probed(writes=INODE, ready=True), read_only=True)
     async with read_only.run_test(size=SIZE) as pilot:

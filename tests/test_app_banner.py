@@ -6,16 +6,21 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from support.servers import Server
+from support.wait import until
 from textual.pilot import Pilot
 
-from tui.app.app import BabysitApp
+from tui.app.app import BabysitApp, HostView
 from tui.app.screens.host import HostScreen
 from tui.app.widgets.log_view import LogView
 from tui.app.widgets.run_banner import RunBanner
-from tui.config import parse_config
 from tui.core.logcursor import EventKind, EventRow, LogLine
-from tui.core.runs import Verdict
+from tui.core.verdicts import Verdict
+from tui.hostsfile import parse_config
+from tui.session.sessions import Sessions
+
+pytestmark = pytest.mark.integration
 
 READY = "The server is fired up and ready to roll!"
 
@@ -26,15 +31,7 @@ def app_for(log: Path, server: Server) -> BabysitApp:
         f"      qwen:\n        engine: sglang\n        log: {json.dumps(str(log))}\n"
         f"        match: 'tui sim .*--port {server.port} '\n"
     ).hosts["gpu"]
-    return BabysitApp(host, host.services["qwen"], probe_interval=0.2)
-
-
-async def until(pilot: Pilot[Any], check: Any, what: str, timeout: float = 15.0) -> None:
-    for _ in range(int(timeout / 0.05)):
-        if check():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+    return BabysitApp(HostView(host, host.services["qwen"]), sessions=Sessions(interval=0.2))
 
 
 def screen_of(pilot: Pilot[Any]) -> HostScreen:
@@ -55,7 +52,7 @@ async def test_banner_follows_the_run_and_w_follows_the_writer(tmp_path: Path) -
             def verdict() -> Verdict | None:
                 return screen.assessment.verdict if screen.assessment else None
 
-            await until(pilot, lambda: verdict() is Verdict.LIVE, "LIVE")
+            await until(lambda: verdict() is Verdict.LIVE, "LIVE", pilot=pilot)
             banner = screen.query_one(RunBanner)
             assert banner.has_class("-live")
             assert f"pid {server.pid}" in str(banner.render())
@@ -63,12 +60,12 @@ async def test_banner_follows_the_run_and_w_follows_the_writer(tmp_path: Path) -
             old_inode = log.stat().st_ino
             log.unlink()
             log.write_text("an impostor wrote this\n")
-            await until(pilot, lambda: verdict() is Verdict.STALE, "STALE")
+            await until(lambda: verdict() is Verdict.STALE, "STALE", pilot=pilot)
             view = screen.query_one(LogView)
             await until(
-                pilot,
                 lambda: view.file is not None and view.file.inode != old_inode,
                 "the pane to switch to the new file",
+                pilot=pilot,
             )
             assert "press w to follow the writer" in str(banner.render())
             changes = [
@@ -80,9 +77,9 @@ async def test_banner_follows_the_run_and_w_follows_the_writer(tmp_path: Path) -
 
             await pilot.press("w")
             await until(
-                pilot,
                 lambda: view.file is not None and view.file.inode == old_inode,
                 "the pane to follow the writer's deleted file",
+                pilot=pilot,
             )
             assert view.file is not None and view.file.writer_pid == server.pid
             writer_rows = [
@@ -96,7 +93,7 @@ async def test_banner_follows_the_run_and_w_follows_the_writer(tmp_path: Path) -
             assert any(isinstance(r, LogLine) and READY in r.text for r in view.buffer)
 
             server.kill()
-            await until(pilot, lambda: verdict() is Verdict.DEAD, "DEAD")
+            await until(lambda: verdict() is Verdict.DEAD, "DEAD", pilot=pilot)
             assert banner.has_class("-bad")
     finally:
         server.kill()
@@ -111,38 +108,35 @@ async def test_a_probe_that_raises_turns_the_banner_unknown_and_the_loop_comes_b
     try:
         server.wait_for(READY)
         app = app_for(log, server)
-        real = app._probe_factory
+        sessions = app.sessions
+        real = sessions.probe
         fail = {"armed": False, "raised": 0}
 
-        def raising_once(transport: Any) -> Any:
-            probe = real(transport)
+        async def flaky(*args: Any) -> Any:
+            """The session's probe, made to raise once when armed."""
+            if fail["armed"]:
+                fail["armed"] = False
+                fail["raised"] += 1
+                raise RuntimeError("the probe broke")
+            return await real(*args)
 
-            async def flaky() -> Any:
-                if fail["armed"]:
-                    fail["armed"] = False
-                    fail["raised"] += 1
-                    raise RuntimeError("the probe broke")
-                return await probe()
-
-            return flaky
-
-        app._probe_factory = raising_once
+        sessions.probe = flaky  # type: ignore[method-assign]
         async with app.run_test(size=(120, 36)) as pilot:
             screen = screen_of(pilot)
 
             def verdict() -> Verdict | None:
                 return screen.assessment.verdict if screen.assessment else None
 
-            await until(pilot, lambda: verdict() is Verdict.LIVE, "LIVE")
+            await until(lambda: verdict() is Verdict.LIVE, "LIVE", pilot=pilot)
             fail["armed"] = True
-            await until(pilot, lambda: verdict() is Verdict.UNKNOWN, "UNKNOWN")
+            await until(lambda: verdict() is Verdict.UNKNOWN, "UNKNOWN", pilot=pilot)
             banner = screen.query_one(RunBanner)
             assert banner.has_class("-unknown") and not banner.has_class("-live")
             shown = str(banner.render())
             assert "UNKNOWN" in shown
             assert "cannot tell: the probe crashed: RuntimeError: the probe broke" in shown
             assert "asking again in " in shown
-            await until(pilot, lambda: verdict() is Verdict.LIVE, "LIVE again")
+            await until(lambda: verdict() is Verdict.LIVE, "LIVE again", pilot=pilot)
             assert fail["raised"] == 1
             assert banner.has_class("-live")
             changes = [
@@ -172,9 +166,9 @@ async def test_the_host_screen_shows_a_death_line_hint_as_status_does(tmp_path: 
             screen = screen_of(pilot)
             hints_line = screen.query_one(HintsLine)
             await until(
-                pilot,
                 lambda: any(h.rule.value == "death-line" for h in hints_line._shown or ()),
                 "the death-line hint",
+                pilot=pilot,
             )
             [death] = [h for h in hints_line._shown or () if h.rule.value == "death-line"]
             assert any(line in e and "crashed with exit code -9" in e for e in death.evidence)

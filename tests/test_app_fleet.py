@@ -14,27 +14,26 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import pytest
+from support.reports import build_report
+from support.sessions import Answer, Answers, StandIns
+from support.wait import until
 from test_app_snapshots import ConnectedTransport, utc  # noqa: F401 - utc is a fixture
 from textual.pilot import Pilot
 
 from tui.app.app import BabysitApp
-from tui.app.screens.fleet import (
-    COLUMNS,
-    Fleet,
-    FleetReport,
-    FleetScreen,
-    HostState,
-    fleet_row,
-    natural_key,
-    probe_failure,
-    retry_delay,
-)
+from tui.app.fleet_rows import COLUMNS, Fleet, fleet_row, natural_key
+from tui.app.screens.fleet import FleetScreen
 from tui.app.screens.host import HostScreen
-from tui.config import Host, Service, parse_config
+from tui.config import Host, Service
+from tui.core.assess import assess
 from tui.core.follow import FileInfo
 from tui.core.logcursor import Row
-from tui.core.report import ProbeDetails, ServiceReport, build_report
-from tui.core.runs import ServiceProbe, Verdict, assess, unknown
+from tui.core.report import ProbeDetails, ServiceReport
+from tui.core.runs import Assessment, ServiceProbe, unknown
+from tui.core.verdicts import Verdict
+from tui.hostsfile import parse_config
+from tui.session.retry import retry_delay
+from tui.session.state import HostState, probe_failure
 
 SIZE = (160, 30)
 #: 2026-01-12 09:24:31 UTC, shown as the header's clock.
@@ -97,7 +96,7 @@ def decode_tail(seed: int, last: float, *, lines: int = 12, step: float = 2.0) -
     return "".join(out).encode()
 
 
-def sglang_report(
+def sglang_answer(
     host: str,
     service: Service,
     *,
@@ -108,7 +107,7 @@ def sglang_report(
     last_line: float = NOW - 1,
     seed: int = 0,
     power: Sequence[float] = (),
-) -> ServiceReport:
+) -> tuple[Assessment, ProbeDetails]:
     """A report of ``service`` from a probe whose run is ``pid`` (or none)."""
     inode = 9000 + pid % 1000
     started = NOW - 3 * 3600 - pid % 600
@@ -164,6 +163,12 @@ def sglang_report(
         )
         gpu_csv = {"gpus_status": 0, "gpus": gpus, "apps_status": 0, "apps": f"{pid}, 150000\n"}
     details = ProbeDetails(tail=tail, tail_offset=4_000_000 - len(tail), gpu_csv=gpu_csv)
+    return assessment, details
+
+
+def sglang_report(host: str, service: Service, **kwargs: Any) -> ServiceReport:
+    """The report the facts make of :func:`sglang_answer` alone."""
+    assessment, details = sglang_answer(host, service, **kwargs)
     return build_report(
         assessment,
         details,
@@ -183,43 +188,44 @@ def failed_report(host: str, service: Service, reason: str) -> ServiceReport:
     )
 
 
-def fixed_reports(host: Host, services: Sequence[Service]) -> list[ServiceReport]:
+def fixed_answers(host: Host, services: Sequence[Service]) -> list[Answer]:
     """Every host's answer: kpro5 mostly live, b200-ct starting and dead, gone unreachable."""
     out = []
     for service in services:
         if host.name == "gone":
             out.append(
-                failed_report(
+                unknown(
                     host.name,
-                    service,
+                    service.name,
                     "ssh root@10.0.0.99: connection refused on port 22 (is sshd running there?)",
+                    NOW,
                 )
             )
             continue
         index = int(service.name.rpartition("-")[2]) if service.name.startswith("dp-") else 9
         if service.name == "dp-3":
             # A run that writes a deleted file: STALE.
-            out.append(sglang_report(host.name, service, pid=41003, writes=False))
+            out.append(sglang_answer(host.name, service, pid=41003, writes=False))
         elif service.name == "dp-6":
             # Its decode lines stopped 3 minutes ago.
             out.append(
-                sglang_report(
+                sglang_answer(
                     host.name, service, pid=41006, seed=6, last_line=NOW - 180, power=[182.0]
                 )
             )
         elif service.name == "embed":
             out.append(
-                sglang_report(host.name, service, pid=0, running=False, last_line=NOW - 3600)
+                sglang_answer(host.name, service, pid=0, running=False, last_line=NOW - 3600)
             )
         elif service.name == "qwen":
             out.append(
-                sglang_report(
+                sglang_answer(
                     host.name, service, pid=52001, ready=False, seed=3, power=[402.0, 398.5]
                 )
             )
         else:
             out.append(
-                sglang_report(
+                sglang_answer(
                     host.name, service, pid=41000 + index, seed=index, power=[600.0 + 7 * index]
                 )
             )
@@ -237,34 +243,20 @@ class QuietFollower:
         yield []
 
 
-async def fixed_report(host: Host, services: Sequence[Service]) -> list[ServiceReport]:
-    return fixed_reports(host, services)
-
-
 def make_app(
-    names: Sequence[str] = (), report: FleetReport = fixed_report, interval: float = 2.0
+    names: Sequence[str] = (), answers: Answers = fixed_answers, interval: float = 2.0
 ) -> BabysitApp:
     from tui.commands.status import select
 
     fleet = Fleet.of(select(CONFIG, list(names)), "all hosts")
-    first_host, first_services = fleet.targets[0]
-
-    async def probe() -> ServiceReport:
-        """The host screen's probe: never answers (its actions stay guarded)."""
-        await asyncio.Event().wait()
-        raise AssertionError("unreachable")
-
-    return BabysitApp(
-        first_host,
-        first_services[0],
+    sessions = StandIns(
+        answers=answers,
+        follower=lambda session, cursor, pid: QuietFollower(session.service),
+        transport=ConnectedTransport(),
         clock=lambda: NOW,
-        transport_factory=lambda host, links: ConnectedTransport(),
-        follower_factory=lambda transport: QuietFollower(first_services[0]),
-        probe_factory=lambda transport: probe,
-        probe_interval=interval,
-        fleet=fleet,
-        fleet_report=report,
+        interval=interval,
     )
+    return BabysitApp(fleet, sessions=sessions, clock=lambda: NOW)
 
 
 def fleet_of(app: BabysitApp) -> FleetScreen:
@@ -275,11 +267,12 @@ def fleet_of(app: BabysitApp) -> FleetScreen:
 
 async def answered(pilot: Pilot[Any]) -> None:
     """Until every host has answered once."""
-    for _ in range(200):
+
+    def all_answered() -> bool:
         screen = pilot.app.screen
-        if isinstance(screen, FleetScreen) and all(screen.answers.values()):
-            break
-        await pilot.pause(0.01)
+        return isinstance(screen, FleetScreen) and all(screen.answers.values())
+
+    await until(all_answered, "every host's first answer", pilot=pilot)
     await pilot.pause()
 
 
@@ -290,12 +283,14 @@ def table_rows(screen: FleetScreen) -> list[list[str]]:
 # --------------------------------------------------------------------------- pure
 
 
+@pytest.mark.unit
 def test_rows_sort_worst_first_then_by_name_with_numbers_in_order() -> None:
     keys = ["kpro5/dp-10", "kpro5/dp-2", "kpro5/dp-1"]
     assert sorted(keys, key=natural_key) == ["kpro5/dp-1", "kpro5/dp-2", "kpro5/dp-10"]
     assert [retry_delay(n, 2.0) for n in (1, 2, 3, 4, 9)] == [4.0, 8.0, 16.0, 30.0, 30.0]
 
 
+@pytest.mark.unit
 def test_a_live_row_shows_its_run_metrics_and_the_age_of_its_last_line() -> None:
     host = CONFIG.hosts["kpro5"]
     service = host.services["dp-2"]
@@ -316,6 +311,7 @@ def test_a_live_row_shows_its_run_metrics_and_the_age_of_its_last_line() -> None
     assert row.severity == Verdict.LIVE.severity
 
 
+@pytest.mark.unit
 def test_old_values_carry_their_age_and_a_failed_host_says_when_it_tries_again() -> None:
     host = CONFIG.hosts["kpro5"]
     service = host.services["dp-6"]
@@ -343,6 +339,7 @@ def test_old_values_carry_their_age_and_a_failed_host_says_when_it_tries_again()
     assert asking.cells[-1].text == "unreachable — asking again (3 s)"
 
 
+@pytest.mark.unit
 def test_a_slow_host_marks_its_rows_old_before_they_turn_unknown() -> None:
     host = CONFIG.hosts["kpro5"]
     service = host.services["dp-0"]
@@ -353,6 +350,7 @@ def test_a_slow_host_marks_its_rows_old_before_they_turn_unknown() -> None:
     assert row.cells[-1].text == "no answer for 7 s"
 
 
+@pytest.mark.unit
 def test_a_failed_round_trip_is_told_from_an_answer() -> None:
     service = CONFIG.hosts["gone"].services["llama"]
     reason = "ssh root@10.0.0.99: no answer within 5 s (connect timeout)"
@@ -365,6 +363,7 @@ def test_a_failed_round_trip_is_told_from_an_answer() -> None:
 # --------------------------------------------------------------------------- screen
 
 
+@pytest.mark.integration
 async def test_rows_come_worst_first_and_each_host_only_marks_its_own() -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -383,6 +382,7 @@ async def test_rows_come_worst_first_and_each_host_only_marks_its_own() -> None:
         assert all(r[1] == "LIVE" for r in rows[4:])
 
 
+@pytest.mark.integration
 async def test_enter_opens_the_host_screen_and_escape_comes_back() -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -395,8 +395,12 @@ async def test_enter_opens_the_host_screen_and_escape_comes_back() -> None:
         host_screen = app.screen
         assert isinstance(host_screen, HostScreen)
         assert (host_screen.host.name, host_screen.service.name) == ("b200-ct", "qwen")
-        # The actions are the host screen's own, with its guards: no assessment, no kill.
-        assert host_screen.check_action("kill", ()) is None
+        # One session: the host screen shows the row's report, and offers its guarded kill.
+        await pilot.pause(0.1)
+        assert host_screen.assessment is not None
+        assert host_screen.assessment.verdict is Verdict.STARTING
+        assert screen.rows["b200-ct/qwen"].verdict == "STARTING"
+        assert host_screen.check_action("kill", ()) is True
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is screen
@@ -407,6 +411,7 @@ async def test_enter_opens_the_host_screen_and_escape_comes_back() -> None:
         assert app.screen is screen
 
 
+@pytest.mark.integration
 async def test_slash_filters_rows_by_name_or_verdict_and_escape_clears() -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -432,22 +437,24 @@ async def test_slash_filters_rows_by_name_or_verdict_and_escape_clears() -> None
         assert not screen.filter_words
 
 
+@pytest.mark.integration
 async def test_a_probe_that_breaks_marks_its_host_and_is_started_again() -> None:
     calls: list[str] = []
 
-    async def report(host: Host, services: Sequence[Service]) -> list[ServiceReport]:
+    async def answers(host: Host, services: Sequence[Service]) -> list[Answer]:
         calls.append(host.name)
         if host.name == "b200-ct":
             raise RuntimeError("a bug")
-        return fixed_reports(host, services)
+        return fixed_answers(host, services)
 
-    app = make_app(["kpro5", "b200-ct"], report=report, interval=0.05)
+    app = make_app(["kpro5", "b200-ct"], answers=answers, interval=0.05)
     async with app.run_test(size=SIZE) as pilot:
         screen = fleet_of(app)
-        for _ in range(200):
-            if calls.count("b200-ct") >= 2 and screen.answers["kpro5"] >= 3:
-                break
-            await pilot.pause(0.02)
+        await until(
+            lambda: calls.count("b200-ct") >= 2 and screen.answers["kpro5"] >= 3,
+            "b200-ct asked twice and kpro5's third answer",
+            pilot=pilot,
+        )
         row = screen.rows["b200-ct/qwen"]
         assert row.verdict == "UNKNOWN"
         assert "the probe crashed: RuntimeError: a bug" in row.detail
@@ -456,30 +463,34 @@ async def test_a_probe_that_breaks_marks_its_host_and_is_started_again() -> None
         assert calls.count("b200-ct") >= 2  # started again after its retry delay
 
 
-async def test_the_fleet_does_not_ask_while_a_host_screen_covers_it() -> None:
-    app = make_app(["kpro5"], interval=0.05)
+@pytest.mark.integration
+async def test_under_a_host_screen_its_host_is_asked_only_for_that_service() -> None:
+    asked: list[tuple[str, ...]] = []
+
+    def answers(host: Host, services: Sequence[Service]) -> list[Answer]:
+        asked.append(tuple(s.name for s in services))
+        return fixed_answers(host, services)
+
+    app = make_app(["kpro5"], answers=answers, interval=0.05)
     async with app.run_test(size=SIZE) as pilot:
         screen = fleet_of(app)
         await answered(pilot)
+        assert len(asked[-1]) == 8  # the fleet asks for every service of kpro5
         await pilot.press("enter")
-        await pilot.pause(0.2)
-        asked = screen.answers["kpro5"]
-        # Six of the fleet's intervals pass on the app's own timers: uncovered, it would
-        # have asked at each of them.
-        ticks: list[None] = []
-        timer = app.set_interval(0.05, lambda: ticks.append(None))
-        for _ in range(400):
-            if len(ticks) >= 6:
-                break
-            await pilot.pause(0.01)
-        timer.stop()
-        assert len(ticks) >= 6
-        assert screen.answers["kpro5"] == asked
+        opened = app.screen
+        assert isinstance(opened, HostScreen)
+        name = opened.service.name
+        # Once the fleet is covered, each round trip asks for the shown service alone.
+        await until(lambda: asked[-1] == (name,), "a round trip for the host screen", pilot=pilot)
+        count = len(asked)
+        await until(lambda: len(asked) >= count + 4, "four more round trips", pilot=pilot)
+        assert set(asked[count:]) == {(name,)}
         await pilot.press("escape")
-        await pilot.pause(0.2)
-        assert screen.answers["kpro5"] > asked
+        await until(lambda: len(asked[-1]) == 8, "the fleet asking for all again", pilot=pilot)
+        assert app.screen is screen
 
 
+@pytest.mark.integration
 @pytest.mark.usefixtures("utc")
 def test_fleet_screen_snapshot(snap_compare: Any) -> None:
     """Every verdict's colour, sparklines, ages, an unreachable host, the detail line."""

@@ -10,32 +10,37 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from support.sessions import StandIns
+from support.wait import until
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.widgets import Label
 
 from tui.app.app import BabysitApp
+from tui.app.app import make_app as make_babysit
 from tui.app.screens.host import HostScreen
 from tui.app.widgets.log_view import LogView, file_title
-from tui.config import parse_config
 from tui.core.follow import FileInfo, Start
 from tui.core.logcursor import EventKind, EventRow, LogEvent, LogLine, Row
 from tui.core.units import human_size
 from tui.errors import HostKeyError
+from tui.hostsfile import parse_config
+from tui.remote.follow import Follower
 from tui.remote.local import LocalTransport
-from tui.remote.transport import Transport
+from tui.session.sessions import Sessions
 
 SIZE = (120, 36)
 
 
-def make_app(log: Path, **kwargs: object) -> BabysitApp:
+def make_app(log: Path, **kwargs: Any) -> BabysitApp:
+    """The app on the service ``svc`` logging to ``log``; ``kwargs`` go to :class:`StandIns`."""
     config = parse_config(
         f"hosts:\n  here:\n    local: true\n    services:\n      svc: {{log: {log}}}\n"
     )
-    host = config.hosts["here"]
-    return BabysitApp(host, host.services["svc"], **kwargs)
+    return make_babysit(config, ["here/svc"], sessions=StandIns(**kwargs))
 
 
 def append(path: Path, text: str) -> None:
@@ -62,21 +67,17 @@ def log_view(app: BabysitApp) -> LogView:
 
 def visible_rows(view: LogView) -> list[str]:
     """The text of the log rows on screen, top to bottom."""
-    return ["".join(s.text for s in view.render_line(y)).rstrip()
-            for y in range(view.size.height)]
-
-
-async def wait_for(pilot: Pilot, condition: Callable[[], bool], timeout: float = 5.0) -> None:
-    for _ in range(int(timeout / 0.02)):
-        if condition():
-            await pilot.pause()
-            return
-        await pilot.pause(0.02)
-    raise AssertionError(f"timed out waiting for {condition}")
+    return ["".join(s.text for s in view.render_line(y)).rstrip() for y in range(view.size.height)]
 
 
 def holds(view: LogView, text: str) -> Callable[[], bool]:
     return lambda: any(isinstance(r, LogLine) and r.text == text for r in view.buffer)
+
+
+async def shown(pilot: Pilot, view: LogView, text: str) -> None:
+    """Until the log view holds a row of ``text``, and the screen has drawn it."""
+    await until(holds(view, text), f"{text!r} in the log view", pilot=pilot)
+    await pilot.pause()
 
 
 @pytest.fixture
@@ -86,13 +87,14 @@ def log(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.integration
 async def test_appended_lines_appear_and_the_title_names_the_file(log: Path) -> None:
     app = make_app(log)
     async with app.run_test(size=SIZE) as pilot:
         view = log_view(app)
-        await wait_for(pilot, holds(view, "line 0003"))
+        await shown(pilot, view, "line 0003")
         append(log, "line 0004\n")
-        await wait_for(pilot, holds(view, "line 0004"))
+        await shown(pilot, view, "line 0004")
         await pilot.pause()
         text = screen_text(app)
         # Each line once, in order: every batch was applied exactly once.
@@ -106,12 +108,13 @@ async def test_appended_lines_appear_and_the_title_names_the_file(log: Path) -> 
         assert "following" in text
 
 
+@pytest.mark.integration
 async def test_scrolling_up_pauses_and_new_lines_do_not_move_the_view(log: Path) -> None:
     log.write_text(numbered(1, 200))
     app = make_app(log)
     async with app.run_test(size=SIZE) as pilot:
         view = log_view(app)
-        await wait_for(pilot, holds(view, "line 0200"))
+        await shown(pilot, view, "line 0200")
         assert view.following
         assert visible_rows(view)[-1] == "line 0200"
 
@@ -124,7 +127,7 @@ async def test_scrolling_up_pauses_and_new_lines_do_not_move_the_view(log: Path)
         assert "line 0200" not in before_rows
 
         append(log, numbered(201, 260))
-        await wait_for(pilot, holds(view, "line 0260"))
+        await shown(pilot, view, "line 0260")
         assert view.scroll_y == before_y
         assert visible_rows(view) == before_rows
         assert view.new_since_pause == 60
@@ -151,10 +154,11 @@ async def test_scrolling_up_pauses_and_new_lines_do_not_move_the_view(log: Path)
         await pilot.pause()
         assert view.following
         append(log, "line 0261\n")
-        await wait_for(pilot, holds(view, "line 0261"))
+        await shown(pilot, view, "line 0261")
         assert visible_rows(view)[-1] == "line 0261"
 
 
+@pytest.mark.integration
 async def test_search_highlights_and_n_N_move_between_matches(log: Path) -> None:
     body = "".join(
         f"[09:22:{i:02d}] {'ERROR cuda oom' if i % 10 == 3 else 'Decode batch'} {i}\n"
@@ -164,7 +168,7 @@ async def test_search_highlights_and_n_N_move_between_matches(log: Path) -> None
     app = make_app(log)
     async with app.run_test(size=SIZE) as pilot:
         view = log_view(app)
-        await wait_for(pilot, holds(view, "[09:22:59] Decode batch 59"))
+        await shown(pilot, view, "[09:22:59] Decode batch 59")
 
         await pilot.press("slash")
         await pilot.pause()
@@ -210,7 +214,7 @@ async def test_search_highlights_and_n_N_move_between_matches(log: Path) -> None
 
         # New lines that match are counted as they arrive.
         append(log, "[09:23:00] error again\n")
-        await wait_for(pilot, holds(view, "[09:23:00] error again"))
+        await shown(pilot, view, "[09:23:00] error again")
         assert len(view.search.rows) == 7
 
         await pilot.press("escape")
@@ -220,11 +224,12 @@ async def test_search_highlights_and_n_N_move_between_matches(log: Path) -> None
         assert current not in text_styles
 
 
+@pytest.mark.integration
 async def test_escape_closes_the_search_prompt_without_searching(log: Path) -> None:
     app = make_app(log)
     async with app.run_test(size=SIZE) as pilot:
         view = log_view(app)
-        await wait_for(pilot, holds(view, "line 0003"))
+        await shown(pilot, view, "line 0003")
         await pilot.press("slash", "l", "i")
         await pilot.press("escape")
         await pilot.pause()
@@ -233,36 +238,47 @@ async def test_escape_closes_the_search_prompt_without_searching(log: Path) -> N
         assert view.has_focus
 
 
+@pytest.mark.integration
 async def test_a_truncated_log_shows_a_separator_row(log: Path) -> None:
     app = make_app(log)
     async with app.run_test(size=SIZE) as pilot:
         view = log_view(app)
-        await wait_for(pilot, holds(view, "line 0003"))
+        await shown(pilot, view, "line 0003")
         log.write_text("")
-        await wait_for(pilot, lambda: any(
-            isinstance(r, EventRow) and r.event.kind is EventKind.TRUNCATED for r in view.buffer
-        ))
+        await until(
+            lambda: any(
+                isinstance(r, EventRow) and r.event.kind is EventKind.TRUNCATED for r in view.buffer
+            ),
+            "the truncated event",
+            pilot=pilot,
+        )
+        await pilot.pause()
         append(log, "after the truncate\n")
-        await wait_for(pilot, holds(view, "after the truncate"))
+        await shown(pilot, view, "after the truncate")
         rows = visible_rows(view)
         separator = next(row for row in rows if "log truncated" in row)
         assert separator.startswith("── log truncated (was at least 30 B, now 0 B): ")
         assert separator.endswith("─")
         assert rows.index(separator) < rows.index("after the truncate")
         warning = view.get_component_rich_style("log-view--event-warning")
-        assert any(seg.style == warning for y in range(view.size.height)
-                   for seg in view.render_line(y) if "log truncated" in seg.text)
+        assert any(
+            seg.style == warning
+            for y in range(view.size.height)
+            for seg in view.render_line(y)
+            if "log truncated" in seg.text
+        )
 
 
+@pytest.mark.integration
 async def test_escape_sequences_and_markup_never_reach_the_screen(log: Path) -> None:
     app = make_app(log)
     async with app.run_test(size=SIZE) as pilot:
         view = log_view(app)
-        await wait_for(pilot, holds(view, "line 0003"))
+        await shown(pilot, view, "line 0003")
         with log.open("ab") as f:
             f.write(b"\x1b]0;pwned\x07title gone\n\x1b[2Jscreen kept\n"
                     b"c1 \xc2\x9b31m bytes\n[bold red]not markup[/]\n")
-        await wait_for(pilot, holds(view, "[bold red]not markup[/]"))
+        await shown(pilot, view, "[bold red]not markup[/]")
         text = screen_text(app)
         assert "title gone" in text
         assert "screen kept" in text
@@ -272,7 +288,8 @@ async def test_escape_sequences_and_markup_never_reach_the_screen(log: Path) -> 
             assert char not in text
         assert not any(
             seg.style and seg.style.bold
-            for y in range(view.size.height) for seg in view.render_line(y)
+            for y in range(view.size.height)
+            for seg in view.render_line(y)
             if "not markup" in seg.text
         )
 
@@ -286,16 +303,23 @@ class StatusTransport(LocalTransport):
         return self.status
 
 
+@pytest.mark.integration
 async def test_the_header_shows_the_link_state_every_second(log: Path) -> None:
     transport = StatusTransport()
-    app = make_app(log, transport_factory=lambda host, links: transport)
+    app = make_app(log, transport=transport)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         state = app.screen.query_one("#link-state", Label)
         assert "connected" in screen_lines(app)[0]
         assert state.has_class("-ok")
         transport.status = "reconnecting in 4 s"
-        await wait_for(pilot, lambda: "reconnecting in 4 s" in screen_lines(app)[0], 2.0)
+        await until(
+            lambda: "reconnecting in 4 s" in screen_lines(app)[0],
+            "the header saying reconnecting in 4 s",
+            timeout=2.0,
+            pilot=pilot,
+        )
+        await pilot.pause()
         assert state.has_class("-warning")
         assert not state.has_class("-ok")
 
@@ -308,13 +332,16 @@ class FailingFollower:
         yield []  # pragma: no cover - makes this an async generator
 
 
+@pytest.mark.integration
 async def test_a_follower_error_is_told_on_screen_and_the_app_keeps_running(log: Path) -> None:
-    def factory(transport: Transport) -> FailingFollower:
-        return FailingFollower()
-
-    app = make_app(log, follower_factory=factory)
+    app = make_app(log, follower=lambda session, cursor, pid: FailingFollower())
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.screen.query_one("#problem").has_class("-shown"))
+        await until(
+            lambda: app.screen.query_one("#problem").has_class("-shown"),
+            "the problem line shown",
+            pilot=pilot,
+        )
+        await pilot.pause()
         text = screen_text(app)
         assert "host-key" in text
         assert "does not match known_hosts" in text
@@ -323,6 +350,48 @@ async def test_a_follower_error_is_told_on_screen_and_the_app_keeps_running(log:
         assert isinstance(app.screen, HostScreen)
         await pilot.press("q")
     assert app.return_code == 0
+
+
+class CrashingFollower:
+    """A follower with a bug: it reads one line, then raises."""
+
+    def __init__(self, log: Path) -> None:
+        st = log.stat()
+        self.file = FileInfo(str(log), st.st_dev, st.st_ino, st.st_size, st.st_mtime)
+        self.line = LogLine("line 0001", st.st_dev, st.st_ino, 0, 10, 0.0)
+
+    async def rows(self) -> AsyncIterator[list[Row]]:
+        yield [self.line]
+        raise RuntimeError("a bug in the follower")
+
+
+@pytest.mark.integration
+async def test_a_follower_that_crashes_is_said_and_followed_again_from_the_last_line(
+    log: Path,
+) -> None:
+    """A bug in the follower: said in plain words, then a new follower from the end of
+    the last line shown, so no line is shown twice."""
+    starts: list[object] = []
+
+    def follower(session: object, cursor: object, pid: object) -> object:
+        starts.append(cursor)
+        if len(starts) == 1:
+            return CrashingFollower(log)
+        return Sessions.follower(app.sessions, session, cursor=cursor)  # type: ignore[arg-type]
+
+    app = make_app(log, follower=follower, interval=0.1)
+    async with app.run_test(size=SIZE) as pilot:
+        view = log_view(app)
+        await until(lambda: "follower crashed" in screen_text(app), "the crash said", pilot=pilot)
+        assert "a bug in the follower; following again in" in screen_text(app)
+        await until(lambda: len(starts) == 2, "a second follower", pilot=pilot)
+        await shown(pilot, view, "line 0003")
+        append(log, numbered(4, 4))
+        await shown(pilot, view, "line 0004")
+        texts = [r.text for r in view.buffer if isinstance(r, LogLine)]
+        assert texts == [f"line {i:04d}" for i in range(1, 5)]
+        assert starts[1] is not None and starts[1].offset == 10  # type: ignore[attr-defined]
+        assert not app.screen.query_one("#problem").has_class("-shown")
 
 
 class OneLogView(App[None]):
@@ -342,6 +411,7 @@ def event(kind: EventKind, message: str) -> EventRow:
     return EventRow(LogEvent(kind, message, 0.0))
 
 
+@pytest.mark.integration
 async def test_paused_view_keeps_its_rows_when_old_rows_are_dropped() -> None:
     """Rows falling off the front of a full buffer do not move what the user reads."""
     app = OneLogView()
@@ -365,6 +435,7 @@ async def test_paused_view_keeps_its_rows_when_old_rows_are_dropped() -> None:
         assert visible_rows(view)[0] == "row 300"
 
 
+@pytest.mark.integration
 async def test_a_lost_link_is_shown_until_the_follower_is_back() -> None:
     app = OneLogView()
     async with app.run_test(size=(80, 12)) as pilot:
@@ -381,6 +452,7 @@ async def test_a_lost_link_is_shown_until_the_follower_is_back() -> None:
         assert "following" in screen_text(app)
 
 
+@pytest.mark.unit
 def test_file_title() -> None:
     info = FileInfo("/root/sglang-serve.log", 64768, 5678, 1_289_748, 0.0)
     assert file_title(info, "/x") == "/root/sglang-serve.log · inode 5678 · 1.23 MiB"
@@ -391,5 +463,12 @@ def test_file_title() -> None:
     assert file_title(None, "/root/x.log") == "/root/x.log · not open yet"
 
 
+@pytest.mark.unit
 def test_default_start_is_the_last_500_lines(log: Path) -> None:
-    assert make_app(log).start == Start(tail=500)
+    config = parse_config(
+        f"hosts:\n  here:\n    local: true\n    services:\n      svc: {{log: {log}}}\n"
+    )
+    host = config.hosts["here"]
+    sessions = Sessions()
+    follower = sessions.follower(sessions.session(host, host.services["svc"]))
+    assert isinstance(follower, Follower) and follower.initial == Start(tail=500)

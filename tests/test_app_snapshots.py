@@ -15,16 +15,22 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import pytest
+from support.sessions import StandIns
+from support.wait import until
 from textual.pilot import Pilot
 
 from tui.app.app import BabysitApp
+from tui.app.app import make_app as make_babysit
 from tui.app.widgets.log_view import LogView
-from tui.config import parse_config
+from tui.core.assess import assess
 from tui.core.follow import FileInfo
 from tui.core.logcursor import EventKind, EventRow, LogEvent, LogLine, Row
-from tui.core.report import ProbeDetails, ServiceReport, build_report
-from tui.core.runs import Assessment, ServiceProbe, assess, unknown
+from tui.core.report import ProbeDetails
+from tui.core.runs import Assessment, ServiceProbe, unknown
+from tui.hostsfile import parse_config
 from tui.remote.transport import Completed, RemoteProcess, Transport
+
+pytestmark = pytest.mark.integration
 
 SIZE = (120, 36)
 #: 2026-01-12 09:24:31 UTC, shown as the header's clock.
@@ -261,23 +267,14 @@ def make_app(assessment: Assessment) -> BabysitApp:
     details = (
         ProbeDetails(args_line=REPORTED, gpu_csv=GPU_CSV) if assessment.run else ProbeDetails()
     )
-    report = build_report(
-        assessment, details, engine="sglang", intended=INTENDED, gpu_indexes=(0, 1)
-    )
-
-    async def probe() -> ServiceReport:
-        return report
-
-    host = parse_config(HOSTS).hosts["kpro5"]
-    return BabysitApp(
-        host,
-        host.services["qwen"],
-        transport_factory=lambda host, links: ConnectedTransport(),
-        follower_factory=lambda transport: FixedFollower(),
+    sessions = StandIns(
+        answers=lambda host, services: [(assessment, details)],
+        follower=lambda session, cursor, pid: FixedFollower(),
+        transport=ConnectedTransport(),
         clock=lambda: NOW,
-        probe_factory=lambda transport: probe,
-        probe_interval=3600,  # one probe: the GPU sparkline must not depend on timing
+        interval=3600,  # one probe: the GPU sparkline must not depend on timing
     )
+    return make_babysit(parse_config(HOSTS), ["kpro5/qwen"], sessions=sessions, clock=lambda: NOW)
 
 
 @pytest.fixture
@@ -287,10 +284,11 @@ def app(utc: None) -> BabysitApp:
 
 async def rows_shown(pilot: Pilot[Any]) -> None:
     view = pilot.app.screen.query_one(LogView)
-    for _ in range(100):
-        if len(view.buffer) and pilot.app.screen.assessment is not None:
-            break
-        await pilot.pause(0.01)
+    await until(
+        lambda: len(view.buffer) and pilot.app.screen.assessment is not None,
+        "log rows and a verdict",
+        pilot=pilot,
+    )
     await pilot.pause()
 
 

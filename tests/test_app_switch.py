@@ -5,9 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tui.app.app import BabysitApp
+import pytest
+from support.wait import until
+
+from tui.app.app import BabysitApp, HostView
 from tui.app.screens.host import HostScreen
-from tui.config import parse_config
+from tui.hostsfile import parse_config
+from tui.session.sessions import Sessions
+
+pytestmark = pytest.mark.integration
 
 
 async def test_tab_steps_through_the_hosts_services(tmp_path: Path) -> None:
@@ -18,7 +24,7 @@ async def test_tab_steps_through_the_hosts_services(tmp_path: Path) -> None:
         f"      {name}: {{log: {json.dumps(str(log))}}}\n" for name, log in logs.items()
     )
     host = parse_config(f"hosts:\n  box:\n    local: true\n    services:\n{services}").hosts["box"]
-    app = BabysitApp(host, host.services["alpha"], probe_interval=3600)
+    app = BabysitApp(HostView(host, host.services["alpha"]), sessions=Sessions(interval=3600))
     async with app.run_test(size=(120, 36)) as pilot:
 
         def shown() -> str:
@@ -36,12 +42,14 @@ async def test_tab_steps_through_the_hosts_services(tmp_path: Path) -> None:
         await pilot.press("shift+tab")
         await pilot.pause()
         assert shown() == "gamma"
-        for _ in range(50):
-            texts = [r.text for r in app.screen.log_view.buffer if hasattr(r, "text")]  # type: ignore[attr-defined]
-            if "gamma says hello" in texts:
-                break
-            await pilot.pause(0.05)
-        assert "gamma says hello" in texts
+        await until(
+            lambda: (
+                "gamma says hello"
+                in [r.text for r in app.screen.log_view.buffer if hasattr(r, "text")]
+            ),  # type: ignore[attr-defined]
+            "gamma's line in its log view",
+            pilot=pilot,
+        )
 
 
 async def test_a_single_service_host_has_no_switcher(tmp_path: Path) -> None:
@@ -51,7 +59,7 @@ async def test_a_single_service_host_has_no_switcher(tmp_path: Path) -> None:
         "hosts:\n  box:\n    local: true\n    services:\n"
         f"      only: {{log: {json.dumps(str(log))}}}\n"
     ).hosts["box"]
-    app = BabysitApp(host, host.services["only"], probe_interval=3600)
+    app = BabysitApp(HostView(host, host.services["only"]), sessions=Sessions(interval=3600))
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.press("tab")
         await pilot.pause()

@@ -14,6 +14,8 @@ from support.sshd import Sshd
 from tui import __version__
 from tui.cli import main
 
+pytestmark = pytest.mark.integration
+
 REPO = Path(__file__).resolve().parent.parent
 
 

@@ -59,6 +59,7 @@ def records(output: str) -> list[dict]:
     return [json.loads(line) for line in output.splitlines()]
 
 
+@pytest.mark.integration
 def test_parse_json_on_a_real_sim_log(sim_log: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "tui", "parse", str(sim_log), "--json"],
@@ -97,6 +98,7 @@ def test_parse_json_on_a_real_sim_log(sim_log: Path) -> None:
     }
 
 
+@pytest.mark.unit
 def test_two_runs_in_one_file_are_marked_and_summarised_apart(
     sim_log: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -119,6 +121,7 @@ def test_two_runs_in_one_file_are_marked_and_summarised_apart(
     assert text.rstrip().endswith("2 runs started")
 
 
+@pytest.mark.unit
 def test_stdin_and_engine_choice(
     sim_log: Path, capsys: pytest.CaptureFixture[str], monkeypatch
 ) -> None:
@@ -139,6 +142,7 @@ VLLM_STATS = (
 )
 
 
+@pytest.mark.unit
 def test_vllm_years_come_from_the_mtime_across_new_year(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -163,6 +167,7 @@ def test_vllm_years_come_from_the_mtime_across_new_year(
     assert stamps == ["2030-12-31T23:59:50", "2030-01-01T00:00:00"]  # all in that year
 
 
+@pytest.mark.unit
 def test_a_file_without_metric_lines_exits_1(tmp_path: Path, capsys) -> None:
     log = tmp_path / "quiet.log"
     log.write_text("hello\nworld\n")
@@ -170,6 +175,7 @@ def test_a_file_without_metric_lines_exits_1(tmp_path: Path, capsys) -> None:
     assert "0 metric lines" in capsys.readouterr().out
 
 
+@pytest.mark.unit
 def test_a_missing_file_is_a_usage_error(tmp_path: Path, capsys) -> None:
     assert main(["parse", str(tmp_path / "nope.log")]) == 2
     assert capsys.readouterr().err == f"babysit: {tmp_path / 'nope.log'} does not exist\n"
@@ -206,6 +212,7 @@ def not_regular(kind: str, tmp_path: Path) -> tuple[str, str]:
     raise ValueError(kind)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "kind", ["fifo", "dev-zero", "directory", "socket", "link-to-fifo", "folder-is-a-file"]
 )
@@ -234,6 +241,7 @@ def test_a_path_that_is_not_a_regular_file_is_one_line_and_never_read(
             assert result.stdout == ""
 
 
+@pytest.mark.unit
 def test_long_lines_are_cut_and_offsets_stay_exact() -> None:
     long = b"x" * 200_000
     data = b"first\n" + long + b"\n[2026-01-01 00:00:00] tail\n"
@@ -244,6 +252,7 @@ def test_long_lines_are_cut_and_offsets_stay_exact() -> None:
     assert len(lines) == 3
 
 
+@pytest.mark.unit
 def test_median_is_exact_when_small_and_close_when_large() -> None:
     rng = random.Random(7)
     small = Stat()

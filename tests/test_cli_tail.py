@@ -26,6 +26,7 @@ def babysit(*args: str) -> list[str]:
     return [sys.executable, "-m", "tui", *args]
 
 
+@pytest.mark.integration
 def test_tail_prints_the_last_lines_over_ssh(sshd: Sshd, tmp_path: Path) -> None:
     log = tmp_path / "serve log.txt"
     log.write_text("".join(f"line {i}\n" for i in range(50)))
@@ -42,6 +43,7 @@ def test_tail_prints_the_last_lines_over_ssh(sshd: Sshd, tmp_path: Path) -> None
     assert result.stderr == ""
 
 
+@pytest.mark.integration
 def test_tail_json_lines_carry_inode_and_offset(tmp_path: Path) -> None:
     log = tmp_path / "a.log"
     log.write_text("alpha\nbeta\n")
@@ -62,6 +64,7 @@ def test_tail_json_lines_carry_inode_and_offset(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.integration
 def test_tail_follow_reports_events_on_stderr(tmp_path: Path) -> None:
     log = tmp_path / "a.log"
     log.write_text("x" * 2000 + "\nfirst\n")
@@ -93,6 +96,7 @@ def test_tail_follow_reports_events_on_stderr(tmp_path: Path) -> None:
         proc.wait(10)
 
 
+@pytest.mark.integration
 def test_tail_missing_log_without_follow_says_so(tmp_path: Path) -> None:
     config = config_for(tmp_path, "here:\n  local: true\n", tmp_path / "nope.log")
     result = subprocess.run(
@@ -108,6 +112,7 @@ def test_tail_missing_log_without_follow_says_so(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["local", "ssh", "pct"])
 def test_tail_on_a_stale_service_says_who_writes_what_and_how_to_follow_it(
     sshd: Sshd, tmp_path: Path, kind: str

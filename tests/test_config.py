@@ -13,19 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tui.cli import main
-from tui.config import (
-    Engine,
-    HostKeyPolicy,
-    TransportKind,
-    find_config,
-    parse_config,
-    parse_config_file,
-)
+from tui.config import Engine, HostKeyPolicy, TransportKind
 from tui.errors import ConfigError
+from tui.hostsfile import find_config, parse_config, parse_config_file
 
 REPO = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.unit
 def test_example_hosts_yaml_parses_with_chains() -> None:
     config = parse_config_file(REPO / "hosts.example.yaml")
     assert list(config.hosts) == ["kpro5", "kpro6-ct", "here"]
@@ -44,6 +39,7 @@ def test_example_hosts_yaml_parses_with_chains() -> None:
     assert config.hosts["here"].chain() == ("local",)
 
 
+@pytest.mark.unit
 def test_ssh_options_and_targets() -> None:
     config = parse_config(
         "hosts:\n"
@@ -67,6 +63,7 @@ def test_ssh_options_and_targets() -> None:
     assert b.ssh.host_key_policy is HostKeyPolicy.STRICT
 
 
+@pytest.mark.unit
 def test_numbers_in_argv_and_env_keep_their_text() -> None:
     config = parse_config(
         "hosts:\n  h:\n    local: true\n    services:\n      s:\n        log: /l\n"
@@ -192,6 +189,7 @@ MISTAKES = [
 ]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(("text", "expected"), MISTAKES)
 def test_each_mistake_is_one_line_with_file_line_key_and_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, expected: str
@@ -208,6 +206,7 @@ def test_each_mistake_is_one_line_with_file_line_key_and_exit_2(
     assert "Traceback" not in captured.err
 
 
+@pytest.mark.unit
 def test_unknown_host_name_suggests_the_closest(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -222,6 +221,7 @@ def test_unknown_host_name_suggests_the_closest(
     )
 
 
+@pytest.mark.integration
 def test_config_error_from_the_installed_command_has_no_traceback(tmp_path: Path) -> None:
     path = tmp_path / "broken.yaml"
     path.write_text("hosts:\n  a:\n    ssh: [not, a, string]\n")
@@ -236,6 +236,7 @@ def test_config_error_from_the_installed_command_has_no_traceback(tmp_path: Path
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.unit
 def test_config_search_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home = tmp_path / "home"
     user_config = home / ".config" / "babysit" / "hosts.yaml"
@@ -262,6 +263,7 @@ def test_config_search_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
         find_config(cwd=work)
 
 
+@pytest.mark.unit
 def test_no_config_anywhere_says_where_it_looked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -306,6 +308,7 @@ yaml_values = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.dictionaries(st.text(min_size=1, max_size=8), yaml_values, max_size=3))
 def test_any_document_either_parses_or_raises_config_error(hosts: dict[str, object]) -> None:
@@ -319,6 +322,7 @@ def test_any_document_either_parses_or_raises_config_error(hosts: dict[str, obje
         assert "\n" not in error.message.split(": ", 2)[1]
 
 
+@pytest.mark.unit
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=200))
 def test_any_text_either_parses_or_raises_config_error(text: str) -> None:
@@ -328,6 +332,7 @@ def test_any_text_either_parses_or_raises_config_error(text: str) -> None:
         assert error.message.startswith("fuzz.yaml")
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("pattern", "port"),
     [
@@ -350,6 +355,7 @@ def test_a_match_that_names_something_of_the_service_is_accepted(
     assert host.services["s"].match == pattern
 
 
+@pytest.mark.unit
 def test_instances_expand_with_templates() -> None:
     config = parse_config(
         "hosts:\n  b200:\n    local: true\n    services:\n      dp:\n"
@@ -371,6 +377,7 @@ def test_instances_expand_with_templates() -> None:
     assert config.groups == {"nodes": ("b200",)}
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
@@ -393,6 +400,7 @@ def test_instance_mistakes_are_named(body: str, expected: str) -> None:
         parse_config("hosts:\n  h:\n    local: true\n    services:\n" + body)
 
 
+@pytest.mark.unit
 def test_group_members_must_be_hosts() -> None:
     with pytest.raises(
         ConfigError, match=r"hosts.yaml:5: groups.g\[1\]: no host 'kpr5' \(did you mean 'kpro5'\?\)"
@@ -546,6 +554,7 @@ def _refused(path: Path, capsys: pytest.CaptureFixture[str]) -> str:
     return lines[0].removeprefix("babysit: ")
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(("text", "where", "message"), ABSURD)
 def test_absurd_files_are_refused_with_file_line_and_key(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, where: str, message: str
@@ -656,6 +665,7 @@ CONTROLS = [
 ]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(("text", "where", "message"), CONTROLS)
 def test_control_and_bidi_characters_are_refused_with_file_line_and_key(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, where: str, message: str
@@ -667,6 +677,7 @@ def test_control_and_bidi_characters_are_refused_with_file_line_and_key(
     assert message in said, said
 
 
+@pytest.mark.unit
 def test_command_items_and_env_values_may_span_lines_and_tabs_are_kept() -> None:
     config = parse_config(
         HOST + '        log: /l\n        ready: "up\\tand ready"\n        launch:\n'

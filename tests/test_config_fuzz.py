@@ -14,12 +14,16 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tui.cli import main
-from tui.config import Config, LaunchSpec, parse_config_file
+from tui.config import Config, LaunchSpec
 from tui.errors import ConfigError
+from tui.hostsfile import parse_config_file
+
+pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -19,6 +19,8 @@ from tui.core.logcursor import (
 )
 from tui.core.sanitize import clean_bytes, clean_line, printable
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize(
     ("raw", "shown"),

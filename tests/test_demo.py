@@ -104,6 +104,7 @@ def status(config: Path, env: dict[str, str]) -> dict[str, str]:
 # --------------------------------------------------------------------------- --keep / --stop
 
 
+@pytest.mark.slow
 def test_keep_shows_five_verdicts_and_stop_leaves_nothing(demo_env: dict[str, str]) -> None:
     kept = babysit("demo", "--keep", env=demo_env, timeout=60)
     assert kept.returncode == 0, kept.stderr
@@ -214,6 +215,7 @@ def running_fleet(env: dict[str, str]) -> tuple[Path, list[dict[str, int]]]:
     return folder, processes
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("how", "code"),
     [("q", 0), ("SIGINT", 128 + signal.SIGINT), ("SIGTERM", 128 + signal.SIGTERM)],
@@ -234,6 +236,7 @@ def test_tui_leaves_nothing_behind(
     assert list(Path(demo_env["BABYSIT_DEMO_STATE"]).iterdir()) == []
 
 
+@pytest.mark.integration
 def test_sigkilled_babysit_takes_its_fleet_along(
     terminal: Terminal, demo_env: dict[str, str]
 ) -> None:
@@ -249,6 +252,7 @@ def test_sigkilled_babysit_takes_its_fleet_along(
     assert not folder.exists()
 
 
+@pytest.mark.integration
 def test_a_crash_in_the_tui_still_stops_the_fleet(
     demo_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -19,10 +19,13 @@ from pathlib import Path
 import pytest
 from test_demo import BABYSIT, demo_env, leftovers, running_fleet, wait_for
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("tmux") is None,
-    reason="tmux is not installed (Debian: apt-get install tmux); this test drives a real one",
-)
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(
+        shutil.which("tmux") is None,
+        reason="tmux is not installed (Debian: apt-get install tmux); this test drives a real one",
+    ),
+]
 
 __all__ = ["demo_env"]  # a fixture this module uses
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tui.app.screens.fleet import Fleet
+from tui.app.fleet_rows import Fleet
 from tui.commands import ui
-from tui.config import parse_config
 from tui.errors import UsageError
+from tui.hostsfile import parse_config
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -42,6 +42,7 @@ def shown(choice: object) -> object:
     return host.name, service.name
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("words", "expected"),
     [
@@ -51,18 +52,22 @@ def shown(choice: object) -> object:
         (["kpro5/qwen"], ("kpro5", "qwen")),
         (["b200", "dp-1"], ("b200", "dp-1")),
         (["gpu"], ("group gpu", {"kpro5": ["qwen", "b200"], "b200": ["dp-0", "dp-1"]})),
-        (["b200", "kpro5"], ("b200, kpro5", {"b200": ["dp-0", "dp-1"],
-                                             "kpro5": ["qwen", "b200"]})),
-        (["b200", "kpro5/qwen"], ("b200, kpro5/qwen", {"b200": ["dp-0", "dp-1"],
-                                                       "kpro5": ["qwen"]})),
-        (["b200", "gpu", "empty"], ("b200, gpu, empty", {"b200": ["dp-0", "dp-1"],
-                                                         "kpro5": ["qwen", "b200"]})),
+        (["b200", "kpro5"], ("b200, kpro5", {"b200": ["dp-0", "dp-1"], "kpro5": ["qwen", "b200"]})),
+        (
+            ["b200", "kpro5/qwen"],
+            ("b200, kpro5/qwen", {"b200": ["dp-0", "dp-1"], "kpro5": ["qwen"]}),
+        ),
+        (
+            ["b200", "gpu", "empty"],
+            ("b200, gpu, empty", {"b200": ["dp-0", "dp-1"], "kpro5": ["qwen", "b200"]}),
+        ),
     ],
 )
 def test_the_words_choose_a_host_screen_or_the_fleet(words: list[str], expected: object) -> None:
     assert shown(ui.choose(CONFIG, words)) == expected
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("words", "message"),
     [
@@ -81,10 +86,14 @@ def test_mistakes_are_told_in_plain_words(words: list[str], message: str) -> Non
     assert message in raised.value.message
 
 
+@pytest.mark.integration
 def test_the_help_says_how_the_words_are_read() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "tui", "kpro5", "--help"],
-        capture_output=True, text=True, check=False, cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=REPO,
     )
     assert result.returncode == 0
     assert "babysit kpro5 b200        the fleet view of both hosts" in result.stdout
@@ -92,6 +101,7 @@ def test_the_help_says_how_the_words_are_read() -> None:
     assert "Enter opens the selected service's host screen" in result.stdout
 
 
+@pytest.mark.unit
 def test_babysit_alone_without_a_hosts_yaml_prints_help(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

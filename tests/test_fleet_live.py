@@ -9,22 +9,23 @@ ones; only the refresh interval is short so the tests are quick.
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from support.ports import free_port_run
 from support.servers import Server, VllmLoad
 from support.sshd import Sshd, start_sshd
-from textual.pilot import Pilot
+from support.wait import until
 
 from tui.app.app import BabysitApp
-from tui.app.screens.fleet import COLUMNS, Fleet, FleetScreen
+from tui.app.fleet_rows import COLUMNS, Fleet
+from tui.app.screens.fleet import FleetScreen
 from tui.commands.status import select
-from tui.config import Config, parse_config
+from tui.config import Config
+from tui.hostsfile import parse_config
+from tui.session.sessions import Sessions
 
-pytestmark = pytest.mark.sshd
+pytestmark = [pytest.mark.integration, pytest.mark.sshd]
 
 VMID = 131
 SIZE = (160, 30)
@@ -41,9 +42,8 @@ def sim_service(name: str, log: Path, port: int | None = None) -> str:
 
 
 def make_app(config: Config, timeout: float = 5.0) -> BabysitApp:
-    fleet = Fleet.of(select(config, []), "all hosts", timeout=timeout)
-    host, services = fleet.targets[0]
-    return BabysitApp(host, services[0], fleet=fleet, probe_interval=INTERVAL, read_only=True)
+    fleet = Fleet.of(select(config, []), "all hosts")
+    return BabysitApp(fleet, sessions=Sessions(interval=INTERVAL, timeout=timeout), read_only=True)
 
 
 def verdicts(screen: FleetScreen) -> dict[str, str]:
@@ -52,14 +52,6 @@ def verdicts(screen: FleetScreen) -> dict[str, str]:
 
 def notes(screen: FleetScreen) -> dict[str, str]:
     return {key: row.cells[-1].text for key, row in screen.rows.items()}
-
-
-async def until(pilot: Pilot[Any], check: Callable[[], object], timeout: float = 15.0) -> None:
-    for _ in range(int(timeout / 0.05)):
-        if check():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError(f"timed out waiting for {check.__doc__ or check}")
 
 
 async def test_eight_local_instances_and_a_pct_host_one_connection_and_a_host_that_goes_away(
@@ -98,7 +90,7 @@ async def test_eight_local_instances_and_a_pct_host_one_connection_and_a_host_th
             """every verdict right"""
             return verdicts(screen) == expected
 
-        await until(pilot, all_verdicts_right)
+        await until(all_verdicts_right, "every verdict right", pilot=pilot)
         # Worst first: the two DEAD rows on top, then the live ones by name.
         assert screen.table.keys[:2] == ["ct/b", "here/dp-5"]
         assert screen.table.keys[2:4] == ["ct/a", "here/dp-0"]
@@ -107,7 +99,9 @@ async def test_eight_local_instances_and_a_pct_host_one_connection_and_a_host_th
 
         # Several refreshes later, still the one connection to the pct node.
         asked = screen.answers["ct"]
-        await until(pilot, lambda: screen.answers["ct"] >= asked + 4)
+        await until(
+            lambda: screen.answers["ct"] >= asked + 4, "four more answers from ct", pilot=pilot
+        )
         assert sshd.accepted_logins() - logins == 1
 
         # The container goes away: only its rows turn UNKNOWN; the local rows go on.
@@ -117,11 +111,15 @@ async def test_eight_local_instances_and_a_pct_host_one_connection_and_a_host_th
             """the pct host's rows UNKNOWN"""
             return verdicts(screen)["ct/a"] == verdicts(screen)["ct/b"] == "UNKNOWN"
 
-        await until(pilot, ct_unknown)
+        await until(ct_unknown, "the pct host's rows UNKNOWN", pilot=pilot)
         assert notes(screen)["ct/a"].startswith("unreachable — ")
         assert "CT 131 not running" in screen.rows["ct/a"].detail
         here_asked = screen.answers["here"]
-        await until(pilot, lambda: screen.answers["here"] >= here_asked + 3)
+        await until(
+            lambda: screen.answers["here"] >= here_asked + 3,
+            "three more answers from here",
+            pilot=pilot,
+        )
         assert {k: v for k, v in verdicts(screen).items() if k.startswith("here/")} == {
             k: v for k, v in expected.items() if k.startswith("here/")
         }
@@ -129,7 +127,7 @@ async def test_eight_local_instances_and_a_pct_host_one_connection_and_a_host_th
 
         # Back: its rows are right again, on the same connection.
         sshd.add_container(VMID)
-        await until(pilot, all_verdicts_right)
+        await until(all_verdicts_right, "every verdict right", pilot=pilot)
         assert sshd.accepted_logins() - logins == 1
 
 
@@ -165,7 +163,7 @@ async def test_a_dead_ssh_host_and_a_closed_port_only_mark_their_own_rows(
                 seen = verdicts(screen)
                 return seen == {"here/sim": "LIVE", "far/sim": "LIVE", "nowhere/sim": "UNKNOWN"}
 
-            await until(pilot, first_answers)
+            await until(first_answers, "here and far LIVE, nowhere UNKNOWN", pilot=pilot)
             assert notes(screen)["nowhere/sim"].startswith("unreachable — retrying in ")
             assert "connection refused" in screen.rows["nowhere/sim"].detail
 
@@ -176,7 +174,7 @@ async def test_a_dead_ssh_host_and_a_closed_port_only_mark_their_own_rows(
                 return verdicts(screen)["far/sim"] == "UNKNOWN"
 
             here_asked = screen.answers["here"]
-            await until(pilot, far_unknown)
+            await until(far_unknown, "far's row UNKNOWN", pilot=pilot)
             # While far did not answer (1.5 s), the local row was refreshed again and again.
             assert screen.answers["here"] >= here_asked + 3
             assert verdicts(screen)["here/sim"] == "LIVE"
@@ -217,7 +215,7 @@ async def test_a_prometheus_vllm_row_shows_the_throughput_its_counters_give(
                 """a generation throughput above 0 in the row"""
                 return throughput() > 0
 
-            await until(pilot, generating)
+            await until(generating, "a generation throughput above 0 in the row", pilot=pilot)
             assert verdicts(screen) == {"here/qwen": "LIVE"}
     finally:
         load.stop()

@@ -12,16 +12,18 @@ import contextlib
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
-from support.wait import wait_until
+import pytest
+from support.wait import until, wait_until
 
 from tui.core.follow import Start
 from tui.core.logcursor import EventKind, EventRow, LogLine, Row
 from tui.remote.follow import Follower
 from tui.remote.transport import Transport
+
+pytestmark = pytest.mark.integration
 
 
 class Collector:
@@ -48,14 +50,17 @@ class Collector:
         ]
 
     async def until(self, check: Callable[[], bool], timeout: float = 15.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not check():
+        """Until ``check()`` holds; the follower ending first fails at once."""
+
+        def holds() -> bool:
+            if check():
+                return True
             if self.task.done():
                 self.task.result()
                 raise AssertionError(f"follower ended early; rows: {self.rows}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out; rows so far: {self.describe()}")
-            await asyncio.sleep(0.02)
+            return False
+
+        await until(holds, lambda: f"rows so far: {self.describe()}", timeout=timeout)
 
     def describe(self) -> list[str]:
         return [

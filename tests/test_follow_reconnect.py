@@ -8,22 +8,24 @@ import io
 import json
 import os
 import shutil
-import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from support.sshd import Sshd
+from support.wait import until
 from test_follow import Collector, append, names, numbered
 
-from tui.config import parse_config
+from tui.agent.follow import LogFollower
+from tui.agent.locate import tail_offset
+from tui.agent.output import Output
 from tui.core.follow import Start
 from tui.core.frames import FrameDecoder
 from tui.core.logcursor import EventKind
+from tui.hostsfile import parse_config
 from tui.remote import SshLinks, Transport, open_transport
-from tui.remote import agent as agent_module
 from tui.remote.follow import Follower
 
 VMID = 105
@@ -72,14 +74,6 @@ def holders(path: Path) -> list[int]:
     return found
 
 
-async def wait_for(check: Callable[[], object], what: str, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
-
-
 def made_again(path: Path, inode: int, text: str, tries: int = 5000) -> None:
     """Create ``path`` anew with ``text`` on the inode number just freed, as ext4 does
     when no lower number is free in the folder's group (files are made until one gets
@@ -112,6 +106,7 @@ def reconnected_said(c: Collector, kind: str) -> str:
     return row.event.message
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("kind", ["local", "ssh", "pct"])
 async def test_truncate_and_regrow_while_away_is_read_again_from_the_start(
     sshd: Sshd, tmp_path: Path, kind: str
@@ -149,6 +144,7 @@ async def test_truncate_and_regrow_while_away_is_read_again_from_the_start(
         await links.close()
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("kind", ["local", "ssh", "pct"])
 async def test_rm_and_recreate_with_the_freed_inode_while_away_is_not_the_same_file(
     sshd: Sshd, tmp_path: Path, kind: str
@@ -165,7 +161,7 @@ async def test_rm_and_recreate_with_the_freed_inode_while_away_is_not_the_same_f
         await c.until(lambda: len(c.texts) == 200)
         async with away(kind, sshd, c):
             # The agent that held it open has ended: the inode is freed by the unlink.
-            await wait_for(lambda: not holders(log), "the old agent to end")
+            await until(lambda: not holders(log), "the old agent to end")
             log.unlink()
             made_again(log, old_inode, numbered("second run", 0, 600))
         assert log.stat().st_ino == old_inode
@@ -180,6 +176,7 @@ async def test_rm_and_recreate_with_the_freed_inode_while_away_is_not_the_same_f
         await links.close()
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("kind", ["local", "ssh", "pct"])
 async def test_copytruncate_while_away_reads_the_unread_part_from_the_copy(
     sshd: Sshd, tmp_path: Path, kind: str
@@ -212,6 +209,7 @@ async def test_copytruncate_while_away_reads_the_unread_part_from_the_copy(
         await links.close()
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("kind", ["ssh", "pct"])
 async def test_lines_written_during_a_reconnect_arrive_exactly_once_in_order(
     sshd: Sshd, tmp_path: Path, kind: str
@@ -261,6 +259,7 @@ async def test_lines_written_during_a_reconnect_arrive_exactly_once_in_order(
         await links.close()
 
 
+@pytest.mark.integration
 async def test_last_500_lines_of_a_300_mb_log_read_under_1_mib(tmp_path: Path, sshd: Sshd) -> None:
     log = tmp_path / "big.log"
     line = (
@@ -298,7 +297,7 @@ async def test_last_500_lines_of_a_300_mb_log_read_under_1_mib(tmp_path: Path, s
 def run_agent_steps(path: Path, start: dict, steps: list) -> list:
     """Drive the agent's own loop body by hand: deterministic, with real files."""
     out = io.BytesIO()
-    agent = agent_module.Agent({"path": str(path), "start": start}, agent_module.Output(out), None)
+    agent = LogFollower({"path": str(path), "start": start}, Output(out), None)
     agent.start()
     frames = []
     decoder = FrameDecoder()
@@ -314,6 +313,7 @@ def run_agent_steps(path: Path, start: dict, steps: list) -> list:
     return frames
 
 
+@pytest.mark.unit
 def test_agent_sees_truncate_and_regrow_between_two_polls(tmp_path: Path) -> None:
     log = tmp_path / "a.log"
     log.write_bytes(b"[09:00:00] run one started\n" + b"[09:00:01] decode\n" * 3)
@@ -332,6 +332,7 @@ def test_agent_sees_truncate_and_regrow_between_two_polls(tmp_path: Path) -> Non
     assert data_after[0].payload.startswith(b"[09:05:00] run two started")
 
 
+@pytest.mark.unit
 def test_agent_anchor_catches_a_rewrite_that_keeps_the_head(tmp_path: Path) -> None:
     log = tmp_path / "a.log"
     head = b"same header line that both runs print first\n"
@@ -344,6 +345,7 @@ def test_agent_anchor_catches_a_rewrite_that_keeps_the_head(tmp_path: Path) -> N
     assert any(f.kind == "truncated" and f.fields["regrown"] for f in frames)
 
 
+@pytest.mark.unit
 def test_agent_tail_reads_only_the_end(tmp_path: Path) -> None:
     log = tmp_path / "a.log"
     with log.open("wb") as out:
@@ -352,13 +354,14 @@ def test_agent_tail_reads_only_the_end(tmp_path: Path) -> None:
         out.write(b"".join(b"line %d\n" % i for i in range(100)))
     fd = os.open(log, os.O_RDONLY)
     try:
-        offset, read = agent_module.tail_offset(fd, log.stat().st_size, 10)
+        offset, read = tail_offset(fd, log.stat().st_size, 10)
     finally:
         os.close(fd)
     assert log.read_bytes()[offset:].splitlines() == [b"line %d" % i for i in range(90, 100)]
     assert read <= 64 * 1024 + 1
 
 
+@pytest.mark.unit
 def test_agent_copytruncate_sends_the_unread_part_from_the_copy(tmp_path: Path) -> None:
     """Lines written between the last read and the cut are read from logrotate's copy."""
     from tui.core.follow import FollowState
@@ -391,6 +394,7 @@ def test_agent_copytruncate_sends_the_unread_part_from_the_copy(tmp_path: Path) 
     )
 
 
+@pytest.mark.unit
 def test_the_copy_is_found_among_many_old_ones_and_a_fifo_never_blocks(tmp_path: Path) -> None:
     """dateext rotation leaves dozens of older copies; a FIFO named like the log is no copy."""
     log = tmp_path / "a.log"
@@ -413,6 +417,7 @@ def test_the_copy_is_found_among_many_old_ones_and_a_fifo_never_blocks(tmp_path:
     assert cut.fields["copy"] == str(copy)
 
 
+@pytest.mark.unit
 def test_a_cut_without_a_copy_says_the_old_size_is_not_known(tmp_path: Path) -> None:
     """babysit's own offset is how much it read, not how big the file was when cut."""
     from tui.core.follow import FollowState
@@ -436,28 +441,7 @@ def test_a_cut_without_a_copy_says_the_old_size_is_not_known(tmp_path: Path) -> 
     assert event.data["old_size"] is None
 
 
-def test_agent_source_runs_on_python_3_6_syntax() -> None:
-    """The agent is sent to hosts with old python3: no syntax newer than 3.6."""
-    import ast
-
-    source = Path(agent_module.__file__).read_text()
-    tree = ast.parse(source, feature_version=(3, 6))
-    assert not any(isinstance(node, ast.NamedExpr) for node in ast.walk(tree))
-    assert "from __future__ import annotations" not in source
-    imported = {
-        alias.name.split(".")[0]
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Import)
-        for alias in node.names
-    }
-    imported |= {
-        node.module.split(".")[0]
-        for node in ast.walk(tree)
-        if isinstance(node, ast.ImportFrom) and node.module
-    }
-    assert imported <= set(sys.stdlib_module_names), imported - set(sys.stdlib_module_names)
-
-
+@pytest.mark.unit
 def test_agent_frames_are_json_and_bytes(tmp_path: Path) -> None:
     log = tmp_path / "a.log"
     log.write_bytes(b"\x00\xff binary\nline\n")
@@ -468,6 +452,7 @@ def test_agent_frames_are_json_and_bytes(tmp_path: Path) -> None:
     assert json.loads(json.dumps(opened.fields))["inode"] == log.stat().st_ino
 
 
+@pytest.mark.unit
 def test_a_renamed_log_is_not_called_deleted(tmp_path: Path) -> None:
     from tui.core.follow import FollowState
 
@@ -482,6 +467,7 @@ def test_a_renamed_log_is_not_called_deleted(tmp_path: Path) -> None:
     assert state.file is not None and not state.file.deleted
 
 
+@pytest.mark.unit
 def test_a_deleted_log_is_called_deleted(tmp_path: Path) -> None:
     from tui.core.follow import FollowState
 

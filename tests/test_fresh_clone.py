@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration
+
 REPO = Path(__file__).resolve().parent.parent
 
 #: Runs babysit (``python -m tui``) with an audit hook that writes every network call
@@ -72,7 +74,7 @@ def babysit_in(
 
 def test_the_example_uses_only_reserved_documentation_names(clone: Path) -> None:
     assert not (clone / "hosts.yaml").exists(), "an example at ./hosts.yaml is a default config"
-    from tui.config import parse_config_file
+    from tui.hostsfile import parse_config_file
 
     config = parse_config_file(clone / "hosts.example.yaml")
     for host in config.hosts.values():

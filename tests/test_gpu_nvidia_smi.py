@@ -14,7 +14,9 @@ from tui.core.gpu import (
     read_apps,
     read_gpus,
 )
-from tui.core.metrics import Metric
+from tui.core.metrics.model import Metric
+
+pytestmark = pytest.mark.unit
 
 H100 = "0, NVIDIA H100 80GB HBM3, 402.17, 700.00, 98, 72853, 81559, 51\n"
 TWO = H100 + "1, NVIDIA H100 80GB HBM3, 68.82, 700.00, 0, 0, 81559, 30\n"

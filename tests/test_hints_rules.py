@@ -6,8 +6,12 @@ import pytest
 
 from tui.core.gpu import attribute, read_apps, read_gpus
 from tui.core.hints import HintRule, RequestStats, hints
-from tui.core.launch import launch_diff, parse_reported
-from tui.core.metrics import Metric, SeriesKey, SeriesPoint, SeriesStore, ServiceMetrics
+from tui.core.launch.diff import launch_diff
+from tui.core.launch.reported import parse_reported
+from tui.core.metrics.model import Metric
+from tui.core.metrics.series import SeriesKey, SeriesPoint, SeriesStore, ServiceMetrics
+
+pytestmark = pytest.mark.unit
 
 SERVICE = "gpu1/qwen"
 T0 = 1_800_000_000.0

@@ -15,12 +15,18 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from sim_helpers import Sim, nvidia_smi, sim_env
+from sim_helpers import Sim, nvidia_smi, sim_env, wait_until
 
 from tui.core.gpu import APPS_QUERY, GPU_QUERY, Attribution, attribute, read_apps, read_gpus
 from tui.core.hints import HintRule, hints
-from tui.core.launch import argv_from_cmdline, launch_diff, parse_reported
-from tui.core.metrics import LogScanner, MetricSample, SeriesStore
+from tui.core.launch.argv import argv_from_cmdline
+from tui.core.launch.diff import launch_diff
+from tui.core.launch.reported import parse_reported
+from tui.core.metrics.boundaries import LogScanner
+from tui.core.metrics.model import MetricSample
+from tui.core.metrics.series import SeriesStore
+
+pytestmark = pytest.mark.integration
 
 SERVER = (
     "--model-path",
@@ -51,14 +57,14 @@ def serve_and_watch(sim: Sim, observed: Observed) -> None:
         thread.start()
     sim.wait_for(r"Decode batch, #running-req: 16", timeout=10)
     env = sim_env(sim.state)
-    deadline = time.monotonic() + 5
-    while True:  # poll as babysit would, until the GPU shows the load
+
+    def busy() -> bool:
+        """Polled as babysit would, until the GPU shows the load."""
         observed.at = time.time()
         observed.gpu_csv = nvidia_smi(env, *GPU_QUERY[1:], shim=False).stdout
-        busy = read_gpus(0, observed.gpu_csv).gpus[0].utilization or 0
-        if busy > 0.5 or time.monotonic() > deadline:
-            break
-        time.sleep(0.1)
+        return (read_gpus(0, observed.gpu_csv).gpus[0].utilization or 0) > 0.5
+
+    wait_until(busy, 20, "the GPU busy with the load", step=0.1)
     observed.apps_csv = nvidia_smi(env, *APPS_QUERY[1:], shim=False).stdout
     observed.cmdline = Path(f"/proc/{sim.pid}/cmdline").read_bytes()
     for thread in load:

@@ -24,13 +24,14 @@ import pytest
 from support.fake_agent import install
 from support.servers import REPO, Server, free_port, service_yaml
 from support.sshd import SESSION_PATH, Sshd, start_sshd
-from support.wait import wait_until
-from test_app_actions import kill_port, modal_of, until
+from support.wait import until, wait_until
+from test_app_actions import kill_port, modal_of
 from test_app_host_screen import screen_text
 
-from tui.app.app import BabysitApp
-from tui.config import parse_config
-from tui.core.runs import Verdict
+from tui.app.app import BabysitApp, HostView
+from tui.core.verdicts import Verdict
+from tui.hostsfile import parse_config
+from tui.session.sessions import Sessions
 
 READY = "The server is fired up and ready to roll!"
 
@@ -117,6 +118,7 @@ def live(tmp_path: Path, servers: list[Server]) -> Server:
 # ---------------------------------------------------------------------- items 1-4: every path
 
 
+@pytest.mark.integration
 def test_status_text_and_json_show_a_hosts_escapes_never_obey_them(
     hostile: tuple[Sshd, Path], live: Server, tmp_path: Path
 ) -> None:
@@ -136,6 +138,7 @@ def test_status_text_and_json_show_a_hosts_escapes_never_obey_them(
     assert not UNSAFE.search(json.dumps(document, ensure_ascii=False))
 
 
+@pytest.mark.integration
 def test_bad_strings_in_a_probe_answer_reach_no_screen_or_modal(
     hostile: tuple[Sshd, Path], live: Server, tmp_path: Path
 ) -> None:
@@ -151,17 +154,17 @@ def test_bad_strings_in_a_probe_answer_reach_no_screen_or_modal(
     host = config.hosts["h"]
 
     async def scenario() -> None:
-        app = BabysitApp(host, host.services["qwen"], probe_interval=0.2)
+        app = BabysitApp(HostView(host, host.services["qwen"]), sessions=Sessions(interval=0.2))
         async with app.run_test(size=(160, 50)) as pilot:
             await until(
-                pilot,
                 lambda: (
                     getattr(app.screen, "assessment", None) is not None
                     and app.screen.assessment.verdict is Verdict.LIVE
-                ),  # type: ignore[attr-defined]
+                ),
                 "a live verdict",
+                pilot=pilot,
             )
-            await until(pilot, lambda: "LOGLINE" in screen_text(app), "the log line")
+            await until(lambda: "LOGLINE" in screen_text(app), "the log line", pilot=pilot)
             assert_clean(screen_text(app), shown=False)
             for key in ("k", "R"):  # the kill modal, the replace (kill and relaunch) modal
                 await pilot.press(key)
@@ -170,36 +173,37 @@ def test_bad_strings_in_a_probe_answer_reach_no_screen_or_modal(
                 assert_clean(text)
                 assert "[/][reverse]" in text  # Rich markup from a host is text, not style
                 modal.dismiss(None)
-                await until(pilot, lambda: app.screen is not modal, "the modal closed")  # noqa: B023
+                await until(lambda: app.screen is not modal, "the modal closed", pilot=pilot)  # noqa: B023
 
     asyncio.run(scenario())
 
 
+@pytest.mark.integration
 def test_the_fleet_view_draws_a_hosts_words_escaped(
     hostile: tuple[Sshd, Path], live: Server, tmp_path: Path
 ) -> None:
-    from tui.app.screens.fleet import Fleet, FleetScreen
+    from tui.app.fleet_rows import Fleet
+    from tui.app.screens.fleet import FleetScreen
     from tui.commands.status import select
 
     server, control = hostile
     poison(control, ["probe", "serve-probes"])
     config = parse_config(config_for(tmp_path, server, live.log, live.port).read_text())
     fleet = Fleet.of(select(config, []), "all hosts")
-    host, services = fleet.targets[0]
 
     async def scenario() -> None:
-        app = BabysitApp(host, services[0], fleet=fleet, probe_interval=0.2)
+        app = BabysitApp(fleet, sessions=Sessions(interval=0.2))
         async with app.run_test(size=(160, 30)) as pilot:
             await until(
-                pilot,
                 lambda: isinstance(app.screen, FleetScreen) and all(app.screen.answers.values()),
                 "the fleet's first answers",
+                pilot=pilot,
             )
             await pilot.pause()
             fleet_screen = app.screen
             assert_clean(screen_text(app), shown=False)
             await pilot.press("enter")  # the service's host screen, from the fleet
-            await until(pilot, lambda: app.screen is not fleet_screen, "the host screen")
+            await until(lambda: app.screen is not fleet_screen, "the host screen", pilot=pilot)
             await pilot.press("k")
             await modal_of(pilot)
             assert_clean(screen_text(app))
@@ -207,6 +211,7 @@ def test_the_fleet_view_draws_a_hosts_words_escaped(
     asyncio.run(scenario())
 
 
+@pytest.mark.integration
 def test_kill_progress_shows_the_hosts_event_fields_escaped(
     hostile: tuple[Sshd, Path], live: Server, tmp_path: Path
 ) -> None:
@@ -219,6 +224,7 @@ def test_kill_progress_shows_the_hosts_event_fields_escaped(
     assert "SIGTERM" in output, output
 
 
+@pytest.mark.integration
 def test_check_shows_the_hosts_user_hostname_kernel_and_python_escaped(
     hostile: tuple[Sshd, Path], tmp_path: Path
 ) -> None:
@@ -249,6 +255,7 @@ def test_check_shows_the_hosts_user_hostname_kernel_and_python_escaped(
             shim.unlink()
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("answer", "said"),
     [
@@ -319,6 +326,7 @@ BAD_FILES = json.dumps(
 )  # fmt: skip
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("line", "said"),
     [
@@ -371,6 +379,7 @@ def test_a_bad_probe_answer_is_unknown_in_one_line_and_json_keeps_its_envelope(
     assert_clean(decoded(text.stdout) + decoded(text.stderr), shown=False)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "event",
     [
@@ -425,6 +434,7 @@ def hostile_named_log(tmp_path: Path) -> Iterator[tuple[Path, subprocess.Popen[b
         writer.wait()
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("json_out", [False, True], ids=["text", "json"])
 def test_tail_pid_shows_a_hostile_file_name_escaped(
     sshd: Sshd,
@@ -456,6 +466,7 @@ def test_tail_pid_shows_a_hostile_file_name_escaped(
         assert "evil" in output and "\u202e" not in output
 
 
+@pytest.mark.integration
 def test_hosts_lists_a_config_as_printable_text(tmp_path: Path) -> None:
     config = tmp_path / "hosts.yaml"
     config.write_text(
@@ -467,11 +478,13 @@ def test_hosts_lists_a_config_as_printable_text(tmp_path: Path) -> None:
     assert "Traceback" not in decoded(result.stderr)
 
 
+@pytest.mark.unit
 def test_a_port_the_host_cannot_attribute_keeps_the_kill_from_saying_it_is_closed() -> None:
     """The agent says who holds the port in words when it cannot read the holder: the
     kill's end is still read, and says the port is held, never "closed"."""
     from tui.core.answers import decode
-    from tui.ops.kill import KillTarget, _event, outcome_of
+    from tui.ops.kill import KillTarget, _event
+    from tui.ops.kill_outcome import outcome_of
 
     done = decode(
         '{"t": "done", "seq": 3, "remaining": [], "port_owners": ["unknown (not readable)"]}',
@@ -483,6 +496,7 @@ def test_a_port_the_host_cannot_attribute_keeps_the_kill_from_saying_it_is_close
     assert "port 8000 is still held by" in summary and "unknown (not readable)" in summary
 
 
+@pytest.mark.integration
 def test_a_bad_entry_of_one_service_leaves_the_others_assessed(
     hostile: tuple[Sshd, Path], tmp_path: Path
 ) -> None:

@@ -17,8 +17,10 @@ from support.servers import Server, free_port
 from support.sshd import Sshd
 
 from tui.cli import main
-from tui.config import Host, parse_config
-from tui.core.runs import Assessment, Verdict
+from tui.config import Host
+from tui.core.runs import Assessment
+from tui.core.verdicts import Verdict
+from tui.hostsfile import parse_config
 from tui.remote import SshLinks, open_transport
 from tui.remote.probe import probe_host, probe_request
 
@@ -47,6 +49,7 @@ async def assess_local(host: Host) -> Assessment:
         await links.close()
 
 
+@pytest.mark.integration
 async def test_live_after_this_runs_ready_line(tmp_path: Path, servers: list[Server]) -> None:
     log = tmp_path / "serve.log"
     server = Server(log)
@@ -60,6 +63,7 @@ async def test_live_after_this_runs_ready_line(tmp_path: Path, servers: list[Ser
     assert f"writes this log (inode {log.stat().st_ino}); ready since " in result.summary
 
 
+@pytest.mark.integration
 async def test_starting_while_loading(tmp_path: Path, servers: list[Server]) -> None:
     log = tmp_path / "serve.log"
     server = Server(log, load=60)
@@ -70,6 +74,7 @@ async def test_starting_while_loading(tmp_path: Path, servers: list[Server]) -> 
     assert "not ready yet (no ready line since this run began at offset 0)" in result.summary
 
 
+@pytest.mark.integration
 async def test_dead_when_the_run_is_gone(tmp_path: Path, servers: list[Server]) -> None:
     log = tmp_path / "serve.log"
     server = Server(log)
@@ -82,6 +87,7 @@ async def test_dead_when_the_run_is_gone(tmp_path: Path, servers: list[Server]) 
     assert result.summary.endswith("by a run that is gone")
 
 
+@pytest.mark.integration
 async def test_stale_when_the_server_writes_a_deleted_log(
     tmp_path: Path, servers: list[Server]
 ) -> None:
@@ -101,6 +107,7 @@ async def test_stale_when_the_server_writes_a_deleted_log(
     assert result.writer_file is not None and result.writer_file.inode == old_inode
 
 
+@pytest.mark.integration
 async def test_no_log_when_the_path_is_gone(tmp_path: Path, servers: list[Server]) -> None:
     log = tmp_path / "serve.log"
     server = Server(log)
@@ -112,6 +119,7 @@ async def test_no_log_when_the_path_is_gone(tmp_path: Path, servers: list[Server
     assert f"runs, but {log} does not exist; it writes inode" in result.summary
 
 
+@pytest.mark.integration
 async def test_ambiguous_when_two_runs_write_one_log(tmp_path: Path, servers: list[Server]) -> None:
     log = tmp_path / "serve.log"
     servers.extend([Server(log, load=60), Server(log, load=60)])
@@ -123,6 +131,7 @@ async def test_ambiguous_when_two_runs_write_one_log(tmp_path: Path, servers: li
         assert f"pid {server.pid} " in result.summary
 
 
+@pytest.mark.integration
 async def test_trap_1_rm_during_kill_then_failed_launch_is_never_live(
     tmp_path: Path, servers: list[Server]
 ) -> None:
@@ -141,6 +150,7 @@ async def test_trap_1_rm_during_kill_then_failed_launch_is_never_live(
     assert "this log is empty" in result.summary
 
 
+@pytest.mark.integration
 async def test_trap_2_old_sigquit_and_ready_lines_never_make_a_new_run_live_or_failed(
     tmp_path: Path, servers: list[Server]
 ) -> None:
@@ -164,6 +174,7 @@ async def test_trap_2_old_sigquit_and_ready_lines_never_make_a_new_run_live_or_f
     assert result.ready.anchor == len(text.encode())
 
 
+@pytest.mark.integration
 async def test_trap_3_a_reused_pid_is_not_the_recorded_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -193,6 +204,7 @@ async def test_trap_3_a_reused_pid_is_not_the_recorded_run(
     assert f"the last launch's pid {stranger.pid} now belongs to another process" in result.summary
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(
     os.geteuid() != 0 or not shutil.which("setpriv"),
     reason="needs root to start a probe as another user",
@@ -207,7 +219,8 @@ async def test_a_process_the_probe_cannot_read_is_reported(
     host = local_host(log, server)
     tmp_path.chmod(0o755)
     data = run_agent_as("nobody", "nogroup", probe_request(list(host.services.values())))
-    from tui.core.runs import ServiceProbe, assess
+    from tui.core.assess import assess
+    from tui.core.runs import ServiceProbe
 
     result = assess(ServiceProbe.from_json("gpu", "sglang", data, data["services"][0]))
     assert result.verdict is Verdict.UNKNOWN
@@ -217,6 +230,7 @@ async def test_a_process_the_probe_cannot_read_is_reported(
     )
 
 
+@pytest.mark.integration
 def test_host_down_is_unknown_with_the_reason_and_exit_3(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -231,6 +245,7 @@ def test_host_down_is_unknown_with_the_reason_and_exit_3(
     assert "connection refused" in entry["summary"]
 
 
+@pytest.mark.integration
 async def test_one_refresh_is_one_round_trip_over_ssh(
     sshd: Sshd, tmp_path: Path, servers: list[Server]
 ) -> None:
@@ -258,6 +273,7 @@ async def test_one_refresh_is_one_round_trip_over_ssh(
     assert [r.verdict for r in results] == [Verdict.LIVE, Verdict.DEAD], [r.line for r in results]
 
 
+@pytest.mark.integration
 def test_status_cli_text_json_and_exit_codes(
     tmp_path: Path, servers: list[Server], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -310,6 +326,7 @@ def test_status_cli_text_json_and_exit_codes(
     assert data["services"][2]["process"] is None
 
 
+@pytest.mark.integration
 async def test_probes_running_at_once_never_take_each_other_for_the_run(
     tmp_path: Path, servers: list[Server]
 ) -> None:
@@ -329,12 +346,14 @@ async def test_probes_running_at_once_never_take_each_other_for_the_run(
     assert all(not r.others for r in results), [r.line for r in results]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("started", [True, False])
 async def test_an_unreadable_answer_is_unknown_not_a_crash(tmp_path: Path, started: bool) -> None:
     """The agent's output is not JSON; or something else ran in its place and printed a
     banner (a forced command): UNKNOWN with what was seen, never a crash."""
+    from support.reports import report_host
+
     from tui.remote.agentcall import start_mark
-    from tui.remote.probe import report_host
     from tui.remote.transport import Completed, Transport
 
     class Garbled(Transport):

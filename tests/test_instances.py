@@ -13,10 +13,13 @@ from support.ports import FIXED
 from support.sshd import Sshd
 
 from tui.cli import main
-from tui.config import MAX_INSTANCES, parse_config
+from tui.hostsfile import parse_config
+from tui.hostsfile.instances import MAX_INSTANCES
 from tui.remote.agentcall import run_agent
 from tui.remote.probe import MAX_ANSWER_TAIL, PROBE_TIMEOUT, REPORT_TAIL, probe_request
 from tui.remote.transport import Transport
+
+pytestmark = pytest.mark.integration
 
 VMID = 105
 

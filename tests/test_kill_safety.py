@@ -28,8 +28,10 @@ from support.servers import REPO, Server, free_port, wait_until
 from support.sshd import Sshd, start_sshd
 
 from tui.cli import main
-from tui.config import Host, parse_config
-from tui.ops.kill import KillTarget, kill_run, outcome_of
+from tui.config import Host
+from tui.hostsfile import parse_config
+from tui.ops.kill import KillTarget, kill_run
+from tui.ops.kill_outcome import outcome_of
 from tui.remote import SshLinks, open_transport
 from tui.remote.probe import probe_host
 
@@ -157,6 +159,7 @@ def unshare_prefix() -> list[str]:
 # ---------------------------------------------------------------------- 21: never these
 
 
+@pytest.mark.integration
 def test_pid_1_is_never_signalled_inside_a_pid_namespace(tmp_path: Path) -> None:
     """A match: that hits init: `kill --pid 1` is refused (with the reason, audited),
     instead of SIGTERMing every process of the namespace, babysit included."""
@@ -186,6 +189,7 @@ def test_pid_1_is_never_signalled_inside_a_pid_namespace(tmp_path: Path) -> None
     assert "pid 1 is init" in last["result"] and "nothing was signalled" in last["result"]
 
 
+@pytest.mark.integration
 def test_a_tree_holding_babysit_itself_is_refused(tmp_path: Path) -> None:
     """babysit run from a shell that is the service's run: the kill would signal babysit."""
     port = free_port()
@@ -216,6 +220,7 @@ def test_a_tree_holding_babysit_itself_is_refused(tmp_path: Path) -> None:
         end_group(parent)
 
 
+@pytest.mark.integration
 async def test_the_agent_refuses_a_tree_holding_babysit_itself(tmp_path: Path) -> None:
     """Were babysit's own process ever offered as a run's member, the agent refuses
     before any signal: this test process is the babysit client that asks."""
@@ -230,6 +235,7 @@ async def test_the_agent_refuses_a_tree_holding_babysit_itself(tmp_path: Path) -
     assert "nothing was signalled" in events[0].message
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("kind", ["ssh", "pct"])
 async def test_the_sshd_that_carries_babysits_connection_is_never_signalled(
     kind: str, tmp_path: Path
@@ -297,6 +303,7 @@ def start_spawner(
     return proc, go
 
 
+@pytest.mark.integration
 def test_a_tree_larger_than_the_service_could_have_is_refused(tmp_path: Path) -> None:
     port = free_port()
     spawner, go = start_spawner(tmp_path, port, 60, at_once=True)
@@ -330,6 +337,7 @@ def test_a_tree_larger_than_the_service_could_have_is_refused(tmp_path: Path) ->
         end_group(spawner)
 
 
+@pytest.mark.integration
 async def test_a_tree_that_grew_past_the_bound_since_it_was_confirmed_is_refused(
     tmp_path: Path,
 ) -> None:
@@ -367,6 +375,7 @@ def ignoring_server(tmp_path: Path, servers: list[Server]) -> Server:
     return server
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("kind", ["ssh", "pct"])
 async def test_a_kill_whose_connection_drops_after_sigterm_still_ends_the_run(
     kind: str, tmp_path: Path, kill_sshd: Sshd, servers: list[Server]
@@ -400,6 +409,7 @@ async def test_a_kill_whose_connection_drops_after_sigterm_still_ends_the_run(
         await links.close()
 
 
+@pytest.mark.integration
 async def test_a_local_kill_whose_caller_goes_away_still_ends_the_run(
     tmp_path: Path, servers: list[Server]
 ) -> None:
@@ -428,6 +438,7 @@ def drop_after_sigterm(log: Path, drop: object) -> threading.Thread:
     return thread
 
 
+@pytest.mark.integration
 def test_the_cli_reads_back_the_end_of_a_kill_cut_by_a_drop(
     tmp_path: Path, kill_sshd: Sshd, servers: list[Server], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -446,6 +457,7 @@ def test_the_cli_reads_back_the_end_of_a_kill_cut_by_a_drop(
     assert last["ok"] is True and "read back" in last["result"]
 
 
+@pytest.mark.integration
 def test_a_kill_whose_host_stays_unreachable_is_audited_and_says_where_its_end_is(
     tmp_path: Path,
     servers: list[Server],
@@ -547,6 +559,7 @@ def escape(state: Path, gpu: int, mib: int) -> tuple[int, str]:
     return pid, start_ticks(pid)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("kind", "gpus"), [("local", [0]), ("ssh", [0]), ("pct", [0]), ("local", None)]
 )
@@ -584,6 +597,7 @@ def test_memory_held_on_the_services_gpus_after_the_kill_is_named(  # noqa: PLR0
             os.kill(holder, signal.SIGKILL)
 
 
+@pytest.mark.integration
 def test_a_kill_that_frees_the_services_gpus_says_so(
     tmp_path: Path, fake_gpus: Path, servers: list[Server], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -607,6 +621,7 @@ def test_a_kill_that_frees_the_services_gpus_says_so(
 # ---------------------------------------------------------------------- 24: the grace
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("grace", ["-5", "nan", "inf", "-inf", "1e9"])
 def test_a_grace_that_is_not_a_sane_number_of_seconds_is_refused(
     grace: str, tmp_path: Path, servers: list[Server], capsys: pytest.CaptureFixture[str]
@@ -630,6 +645,7 @@ def test_a_grace_that_is_not_a_sane_number_of_seconds_is_refused(
     assert server.proc.poll() is None
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("timeout", ["-5", "nan", "inf", "0"])
 def test_a_relaunch_wait_that_is_not_a_sane_number_of_seconds_is_refused(
     timeout: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -643,6 +659,7 @@ def test_a_relaunch_wait_that_is_not_a_sane_number_of_seconds_is_refused(
     assert not log.exists(), "nothing was started"
 
 
+@pytest.mark.unit
 async def test_kill_run_refuses_a_grace_that_is_not_finite(tmp_path: Path) -> None:
     from tui.errors import UsageError
 
@@ -655,6 +672,7 @@ async def test_kill_run_refuses_a_grace_that_is_not_finite(tmp_path: Path) -> No
             [e async for e in kill_run(transport, target, grace=grace)]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("value", [".nan", ".inf", "-5", "0"])
 def test_stop_grace_in_hosts_yaml_is_checked_the_same_way(value: str) -> None:
     from tui.errors import ConfigError
@@ -667,6 +685,7 @@ def test_stop_grace_in_hosts_yaml_is_checked_the_same_way(value: str) -> None:
         parse_config(text)
 
 
+@pytest.mark.integration
 async def test_a_kill_whose_channel_never_opened_does_not_say_it_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

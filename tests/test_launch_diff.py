@@ -8,24 +8,21 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.reports import report_host
 from support.servers import Server
 
-from tui.config import parse_config
-from tui.core.launch import (
-    FlagSet,
+from tui.core.launch.argv import FlagSet, argv_from_cmdline
+from tui.core.launch.diff import (
     FlagStatus,
-    ReportedFormat,
     Source,
-    Unparsed,
-    argv_from_cmdline,
     launch_diff,
-    parse_reported,
     reported_speculative,
     same,
     speculative,
 )
-from tui.core.metrics import Engine
-from tui.remote.probe import report_host
+from tui.core.launch.reported import ReportedFormat, Unparsed, parse_reported
+from tui.core.metrics.model import Engine
+from tui.hostsfile import parse_config
 from tui.remote.transport import Transport
 
 SGLANG = ("python3", "-m", "sglang.launch_server")
@@ -62,6 +59,7 @@ NAMESPACE = (
 )
 
 
+@pytest.mark.unit
 def test_sglang_server_args_repr_is_read_as_literals() -> None:
     reported = parse_reported(SERVER_ARGS_REPR, offset=42)
     assert reported is not None
@@ -78,6 +76,7 @@ def test_sglang_server_args_repr_is_read_as_literals() -> None:
     assert reported.offset == 42 and reported.engine is Engine.SGLANG
 
 
+@pytest.mark.unit
 def test_sglang_server_args_dict() -> None:
     reported = parse_reported(SERVER_ARGS_DICT)
     assert reported is not None and reported.format is ReportedFormat.SGLANG_DICT
@@ -86,6 +85,7 @@ def test_sglang_server_args_dict() -> None:
     assert reported_speculative(reported) == "EAGLE3"
 
 
+@pytest.mark.unit
 def test_vllm_non_default_args() -> None:
     reported = parse_reported(NON_DEFAULT)
     assert reported is not None and reported.format is ReportedFormat.VLLM_NON_DEFAULT
@@ -97,6 +97,7 @@ def test_vllm_non_default_args() -> None:
     assert reported_speculative(reported) == "eagle3, 3 tokens"
 
 
+@pytest.mark.unit
 def test_vllm_namespace() -> None:
     reported = parse_reported(NAMESPACE)
     assert reported is not None and reported.format is ReportedFormat.VLLM_NAMESPACE
@@ -105,6 +106,7 @@ def test_vllm_namespace() -> None:
     assert reported_speculative(reported) is None
 
 
+@pytest.mark.unit
 def test_a_cut_line_keeps_what_it_has() -> None:
     reported = parse_reported(SERVER_ARGS_REPR[:200])
     assert reported is not None and reported.truncated and not reported.complete
@@ -112,6 +114,7 @@ def test_a_cut_line_keeps_what_it_has() -> None:
     assert "context_length" not in reported.values  # the unfinished item is dropped
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "line",
     [
@@ -128,12 +131,14 @@ def test_lines_without_args_do_not_break(line: str) -> None:
     assert reported is None or isinstance(reported.values, dict)
 
 
+@pytest.mark.unit
 def test_nothing_is_ever_evaluated() -> None:
     reported = parse_reported("server_args=ServerArgs(x=__import__('os').getpid())")
     assert reported is not None
     assert reported.values["x"] == Unparsed("__import__('os').getpid()")
 
 
+@pytest.mark.unit
 @settings(max_examples=300, deadline=None)
 @given(
     st.sampled_from(["", "server_args=ServerArgs(", "server_args={", "args: Namespace("]),
@@ -146,6 +151,7 @@ def test_parse_reported_never_raises(head: str, rest: str) -> None:
 # --- command lines ----------------------------------------------------------------------------
 
 
+@pytest.mark.unit
 def test_command_lines_split_into_program_positionals_and_flags() -> None:
     flags = FlagSet.parse(
         [
@@ -173,6 +179,7 @@ def test_command_lines_split_into_program_positionals_and_flags() -> None:
     assert flags.flags["--sampling-seed"].values == ("-1",)
 
 
+@pytest.mark.unit
 def test_vllm_serve_model_is_the_model_flag() -> None:
     flags = FlagSet.parse(
         ["vllm", "serve", "Qwen/Qwen3-8B", "-tp", "2", "--no-enable-prefix-caching"]
@@ -184,12 +191,14 @@ def test_vllm_serve_model_is_the_model_flag() -> None:
     assert by_dest["enable_prefix_caching"].value() is False
 
 
+@pytest.mark.unit
 def test_a_wrapper_before_double_dash_is_the_program() -> None:
     flags = FlagSet.parse(["python", "-m", "tui", "sim", "--engine", "sglang", "--", "--tp", "2"])
     assert flags.program[-1] == "--" and flags.engine is Engine.SGLANG
     assert list(flags.flags) == ["--tp"]
 
 
+@pytest.mark.unit
 def test_argv_from_cmdline() -> None:
     assert argv_from_cmdline(b"python3\0-m\0sglang.launch_server\0--x\0a b\0") == (
         "python3",
@@ -204,6 +213,7 @@ def test_argv_from_cmdline() -> None:
 # --- the diff ------------------------------------------------------------------------------
 
 
+@pytest.mark.unit
 def test_missing_flag_stands_out() -> None:
     intended = [*SGLANG, "--model-path", "Q", "--speculative-algorithm", "EAGLE3"]
     actual = [*SGLANG, "--model-path", "Q"]
@@ -215,6 +225,7 @@ def test_missing_flag_stands_out() -> None:
     assert diff.speculative_intended == "EAGLE3" and diff.speculative_running is None
 
 
+@pytest.mark.unit
 def test_changed_value_shows_both() -> None:
     diff = launch_diff(
         [*SGLANG, "--mem-fraction-static", "0.87"], [*SGLANG, "--mem-fraction-static", "0.8"], None
@@ -229,6 +240,7 @@ def test_changed_value_shows_both() -> None:
     assert diff.rows[0].status is FlagStatus.CHANGED
 
 
+@pytest.mark.unit
 def test_extra_flag() -> None:
     diff = launch_diff(
         [*SGLANG, "--tp", "2"], [*SGLANG, "--tp", "2", "--disable-radix-cache"], None
@@ -237,6 +249,7 @@ def test_extra_flag() -> None:
     assert diff.missing == () and diff.changed == ()
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("intended", "actual"),
     [
@@ -254,6 +267,7 @@ def test_spellings_of_the_same_flag_are_the_same(intended: list[str], actual: li
     assert len(diff.rows) == 1 and diff.rows[0].status is FlagStatus.SAME
 
 
+@pytest.mark.unit
 def test_boolean_flags() -> None:
     both = launch_diff(
         [*SGLANG, "--enable-metrics", "--model-path", "Q"],
@@ -280,6 +294,7 @@ def test_boolean_flags() -> None:
     assert (row.intended, row.reported, row.status) == ("off", "False", FlagStatus.SAME)
 
 
+@pytest.mark.unit
 def test_values_with_quotes_and_spaces() -> None:
     config = '{"method": "eagle3", "num_speculative_tokens": 3}'
     compact = '{"method":"eagle3","num_speculative_tokens":3}'
@@ -307,6 +322,7 @@ def test_values_with_quotes_and_spaces() -> None:
     assert change.intended == "'my model'" and change.running == "my model"
 
 
+@pytest.mark.unit
 def test_the_report_shows_what_the_server_turned_off_or_changed() -> None:
     reported = parse_reported(
         "[2025-11-30 11:17:40] server_args=ServerArgs(model_path='Q', "
@@ -332,6 +348,7 @@ def test_the_report_shows_what_the_server_turned_off_or_changed() -> None:
     assert diff.speculative_intended == "EAGLE3" and diff.speculative_running is None
 
 
+@pytest.mark.unit
 def test_without_actual_argv_the_report_decides() -> None:
     reported = parse_reported(NON_DEFAULT)
     diff = launch_diff([*VLLM, "Q", "--port", "8001", "--max-model-len", "4096"], None, reported)
@@ -340,6 +357,7 @@ def test_without_actual_argv_the_report_decides() -> None:
     assert "--model-tag" not in diff.extra  # model_tag is vLLM's spelling of the model
 
 
+@pytest.mark.unit
 def test_without_intended_command_nothing_is_missing_or_extra() -> None:
     diff = launch_diff(None, [*SGLANG, "--tp", "2"], parse_reported(SERVER_ARGS_REPR))
     assert diff.clean
@@ -348,6 +366,7 @@ def test_without_intended_command_nothing_is_missing_or_extra() -> None:
     assert nothing.clean and nothing.rows[0].status is FlagStatus.UNCHECKED
 
 
+@pytest.mark.unit
 def test_to_json_has_the_status_json_shape() -> None:
     diff = launch_diff(
         [*SGLANG, "--speculative-algorithm", "EAGLE3"],
@@ -365,6 +384,7 @@ def test_to_json_has_the_status_json_shape() -> None:
     json.dumps(record)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [
@@ -387,6 +407,7 @@ def test_speculative_decoding_is_recognised(argv: list[str], expected: str | Non
     assert speculative(FlagSet.parse(argv)) == expected
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("left", "right", "expected"),
     [
@@ -404,8 +425,10 @@ def test_same(left: object, right: object, expected: bool) -> None:
     assert same(left, right) is expected
 
 
+@pytest.mark.unit
 def test_sglang_printing_nextn_as_eagle_is_not_a_change() -> None:
-    from tui.core.launch import FlagStatus, launch_diff, parse_reported
+    from tui.core.launch.diff import FlagStatus, launch_diff
+    from tui.core.launch.reported import parse_reported
 
     argv = [
         "python3",
@@ -429,6 +452,7 @@ def test_sglang_printing_nextn_as_eagle_is_not_a_change() -> None:
 # --- the args line as the probe finds it, over every transport --------------------
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("engine", "version", "expected"),
     [
@@ -463,6 +487,7 @@ async def test_the_probe_brings_back_each_releases_args_line(
     assert report.to_json()["launch"]["reported"]["format"] == expected.value
 
 
+@pytest.mark.unit
 def test_a_json_argument_nested_past_any_reason_is_compared_as_text() -> None:
     """A run's --json-model-override-args of 5,000 levels (the host's to choose) never
     crashes the diff: it is compared as the text it is."""

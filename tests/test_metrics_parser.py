@@ -13,20 +13,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tui.core.metrics import (
-    Engine,
-    LogScanner,
-    Metric,
-    MetricKind,
-    MetricSample,
-    MetricsParser,
-    RunEvent,
-    RunEventKind,
-    RunMarker,
-    field_value,
-    infer_year,
-    split_fields,
-)
+from tui.core.metrics.boundaries import LogScanner, RunEvent, RunEventKind, RunMarker
+from tui.core.metrics.fields import field_value, split_fields
+from tui.core.metrics.model import Engine, Metric, MetricKind, MetricSample
+from tui.core.metrics.parse import MetricsParser
+from tui.core.metrics.stamps import infer_year
+
+pytestmark = pytest.mark.unit
 
 D = MetricKind.SGLANG_DECODE
 P = MetricKind.SGLANG_PREFILL

@@ -6,20 +6,13 @@ from datetime import datetime
 
 import pytest
 
-from tui.core.metrics import (
-    Engine,
-    LogScanner,
-    Metric,
-    MetricKind,
-    MetricSample,
-    PrometheusReader,
-    SeriesKey,
-    SeriesPoint,
-    SeriesStore,
-    Unit,
-    series_label,
-    to_epoch,
-)
+from tui.core.metrics.boundaries import LogScanner
+from tui.core.metrics.model import Engine, Metric, MetricKind, MetricSample, Unit, series_label
+from tui.core.metrics.prometheus import PrometheusReader
+from tui.core.metrics.series import SeriesKey, SeriesPoint, SeriesStore
+from tui.core.metrics.stamps import to_epoch
+
+pytestmark = pytest.mark.unit
 
 DECODE = (
     "[2026-05-09 09:22:{s:02d}] Decode batch, #running-req: {run}, #token: 100, token usage: "

@@ -16,16 +16,13 @@ from pathlib import Path
 import pytest
 from sim_helpers import Sim
 
-from tui.core.launch import ReportedFormat, argv_from_cmdline, launch_diff, parse_reported
-from tui.core.metrics import (
-    Engine,
-    LogScanner,
-    Metric,
-    MetricKind,
-    MetricSample,
-    RunEvent,
-    RunEventKind,
-)
+from tui.core.launch.argv import argv_from_cmdline
+from tui.core.launch.diff import launch_diff
+from tui.core.launch.reported import ReportedFormat, parse_reported
+from tui.core.metrics.boundaries import LogScanner, RunEvent, RunEventKind
+from tui.core.metrics.model import Engine, Metric, MetricKind, MetricSample
+
+pytestmark = pytest.mark.integration
 
 SPEC_VLLM = json.dumps({"method": "eagle", "num_speculative_tokens": 3})
 SERVERS = {

@@ -19,22 +19,24 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
 from support.agent_as import run_agent_as
 from support.sshd import Sshd
-from support.wait import eventually, wait_until
+from support.wait import until, wait_until
 
-from tui.app.app import BabysitApp
+from tui.app.app import BabysitApp, HostView
 from tui.app.widgets.log_view import LogView
-from tui.config import parse_config
 from tui.core.logcursor import EventKind, EventRow
+from tui.hostsfile import parse_config
 from tui.remote.agentcall import AGENT_MARK, run_agent, stream_agent
 from tui.remote.probe import probe_request
 from tui.remote.transport import Transport
+
+pytestmark = pytest.mark.integration
 
 VMID = 105
 ONLY_REGULAR = "not a regular file; babysit reads only regular files"
@@ -263,10 +265,10 @@ async def test_an_agent_blocked_writing_ends_when_its_stdin_closes(
         handle.truncate(1 << 30)  # sparse: a GiB to send, and no disk used
     request = {"path": str(log), "follow": True, "start": {"from_start": True}}
     async with stream_agent(transport, request) as process:
-        agents = await eventually(lambda: agents_watching(folder), 15, "the agent")
-        await eventually(lambda: blocked_writing(agents), 15, "the agent blocked writing")
+        agents = await until(lambda: agents_watching(folder), "the agent", timeout=15)
+        await until(lambda: blocked_writing(agents), "the agent blocked writing", timeout=15)
         await process.close_stdin()
-        await eventually(lambda: not still_running(agents), 10, "the agent to end")
+        await until(lambda: not still_running(agents), "the agent to end", timeout=10)
         async for _ in process.chunks():  # what it wrote before it ended, then EOF
             pass
         await process.wait()
@@ -340,13 +342,9 @@ async def test_the_host_screen_log_pane_says_what_the_log_is(tmp_path: Path) -> 
         f"hosts:\n  here:\n    local: true\n    services:\n      svc: {{log: {log}}}\n"
     )
     host = config.hosts["here"]
-    app = BabysitApp(host, host.services["svc"])
+    app = BabysitApp(HostView(host, host.services["svc"]))
     async with app.run_test(size=(200, 36)) as pilot:
-        said_in_pane: Callable[[], bool] = lambda: said in list(pane_events(app))  # noqa: E731
-        for _ in range(500):
-            if said_in_pane():
-                break
-            await pilot.pause(0.02)
+        await until(lambda: said in list(pane_events(app)), repr(said), pilot=pilot)
         await pilot.pause()
         assert list(pane_events(app)) == [said]
         assert ONLY_REGULAR in screen_text(app)

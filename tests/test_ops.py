@@ -2,24 +2,25 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
 import signal
 import sys
-import time
 from pathlib import Path
 
 import psutil
 import pytest
 from support.servers import Server, free_port, service_yaml, wait_until
 from support.sshd import Sshd
+from support.wait import until
 
 from tui.cli import main
-from tui.config import Host, parse_config
-from tui.core.runs import Verdict
-from tui.ops.kill import KillTarget, kill_run, outcome_of
+from tui.config import Host
+from tui.core.verdicts import Verdict
+from tui.hostsfile import parse_config
+from tui.ops.kill import KillTarget, kill_run
+from tui.ops.kill_outcome import outcome_of
 from tui.ops.relaunch import (
     Launched,
     LaunchRefused,
@@ -32,6 +33,8 @@ from tui.ops.relaunch import (
 )
 from tui.remote import SshLinks, Transport, open_transport
 from tui.remote.probe import probe_host
+
+pytestmark = pytest.mark.integration
 
 READY = "The server is fired up and ready to roll!"
 
@@ -54,12 +57,17 @@ def host_for(kind: str, sshd: Sshd, log: Path, port: int, **kwargs: object) -> H
 
 
 async def wait_verdict(transport: Transport, host: Host, want: Verdict, timeout: float = 20.0):
-    deadline = time.monotonic() + timeout
-    while True:
+    """The host's first assessment with the verdict ``want``, asked every 0.2 s."""
+    seen = []
+
+    async def answer():
         (a,) = await probe_host(transport, host)
-        if a.verdict is want or time.monotonic() > deadline:
-            return a
-        await asyncio.sleep(0.2)
+        seen.append(a.line)
+        return a if a.verdict is want else None
+
+    return await until(
+        answer, lambda: f"{want.name} (last: {seen[-1:]})", timeout=timeout, step=0.2
+    )
 
 
 @pytest.mark.parametrize("kind", ["local", "ssh", "pct"])

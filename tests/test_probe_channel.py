@@ -14,17 +14,21 @@ from pathlib import Path
 
 import psutil
 import pytest
+from support.reports import report_host
 from support.servers import REPO, Server, free_port
 from support.sshd import Sshd
 
-from tui.config import Service, parse_config
+from tui.config import Service
 from tui.core.gpu import Attribution
-from tui.core.runs import Verdict
+from tui.core.verdicts import Verdict
 from tui.errors import TransportError
+from tui.hostsfile import parse_config
 from tui.remote import SshLinks, open_transport
 from tui.remote.agentcall import BOOTSTRAP
-from tui.remote.probe import ProbeChannel, probe_host, probe_request, report_host
+from tui.remote.probe import ProbeChannel, probe_host, probe_request
 from tui.remote.transport import Transport
+
+pytestmark = pytest.mark.integration
 
 READY = "The server is fired up and ready to roll!"
 

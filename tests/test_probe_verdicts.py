@@ -21,8 +21,11 @@ from support.servers import REPO, Server, free_port, service_yaml, sim_argv, wai
 from support.sshd import Sshd
 
 from tui.cli import main
-from tui.config import Host, parse_config
-from tui.core.runs import Assessment, ServiceProbe, Verdict, assess
+from tui.config import Host
+from tui.core.assess import assess
+from tui.core.runs import Assessment, ServiceProbe
+from tui.core.verdicts import Verdict
+from tui.hostsfile import parse_config
 from tui.ops.relaunch import launch
 from tui.remote import SshLinks, open_transport
 from tui.remote.probe import probe_host, probe_request
@@ -112,6 +115,7 @@ def vllm_stamp(ts: float) -> str:
 # ---------------------------------------------------------------- 5: vLLM pid tags
 
 
+@pytest.mark.integration
 async def test_an_older_runs_lines_with_the_same_pid_tag_never_make_a_loading_run_live(
     transport: Transport, tmp_path: Path, servers: list[Server]
 ) -> None:
@@ -144,6 +148,7 @@ async def test_an_older_runs_lines_with_the_same_pid_tag_never_make_a_loading_ru
     assert result.ready is not None and result.ready.anchor == len(earlier.encode())
 
 
+@pytest.mark.integration
 async def test_a_pid_tag_that_cannot_be_dated_leaves_ready_unknown(
     tmp_path: Path, servers: list[Server]
 ) -> None:
@@ -181,6 +186,7 @@ def a_later_day_this_year() -> datetime.date:
     pytest.skip("no day left in this year to be last year's")
 
 
+@pytest.mark.integration
 async def test_last_years_yearless_lines_never_count_for_a_loading_run(
     transport: Transport, tmp_path: Path, servers: list[Server]
 ) -> None:
@@ -214,6 +220,7 @@ async def test_last_years_yearless_lines_never_count_for_a_loading_run(
 # ---------------------------------------------------------------- 7: paths that alias the log
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("alias", ["folder link", "file link", "double slash"])
 async def test_a_log_reached_through_another_path_is_the_same_file(
     alias: str, transport: Transport, tmp_path: Path, servers: list[Server]
@@ -237,6 +244,7 @@ async def test_a_log_reached_through_another_path_is_the_same_file(
     assert f"writes this log (inode {real.stat().st_ino})" in result.summary
 
 
+@pytest.mark.integration
 async def test_a_deleted_log_behind_a_folder_link_is_still_said_stale(
     transport: Transport, tmp_path: Path, servers: list[Server]
 ) -> None:
@@ -256,6 +264,7 @@ async def test_a_deleted_log_behind_a_folder_link_is_still_said_stale(
     assert result.writer_file is not None and result.writer_file.inode == old_inode
 
 
+@pytest.mark.integration
 def test_relaunch_refuses_beside_a_run_that_writes_the_log_through_a_link(
     tmp_path: Path, servers: list[Server], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -283,6 +292,7 @@ def test_relaunch_refuses_beside_a_run_that_writes_the_log_through_a_link(
                 proc.kill()
 
 
+@pytest.mark.integration
 def test_relaunch_rotates_the_file_a_linked_log_path_names_and_keeps_the_link(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -313,6 +323,7 @@ def test_relaunch_rotates_the_file_a_linked_log_path_names_and_keeps_the_link(
 # ---------------------------------------------------------------- 8: another user's server
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(
     os.geteuid() != 0 or not shutil.which("setpriv"),
     reason="needs root to start processes as other users",
@@ -339,6 +350,7 @@ def test_a_port_held_by_another_users_server_is_unknown_with_the_reason(
 # ---------------------------------------------------------------- 9: a cut log
 
 
+@pytest.mark.integration
 async def test_copytruncate_of_a_live_server_keeps_it_live_by_health(
     transport: Transport, tmp_path: Path, servers: list[Server]
 ) -> None:
@@ -365,6 +377,7 @@ async def test_copytruncate_of_a_live_server_keeps_it_live_by_health(
     assert "by HTTP /health" in after.summary
 
 
+@pytest.mark.integration
 async def test_copytruncate_of_a_run_babysit_launched_keeps_it_live_by_health(
     transport: Transport, tmp_path: Path
 ) -> None:
@@ -399,6 +412,7 @@ async def test_copytruncate_of_a_run_babysit_launched_keeps_it_live_by_health(
 # ---------------------------------------------------------------- 10: one unreadable log
 
 
+@pytest.mark.integration
 async def test_an_unreadable_log_is_that_services_unknown_alone(
     transport: Transport, tmp_path: Path, servers: list[Server]
 ) -> None:
@@ -419,6 +433,7 @@ async def test_an_unreadable_log_is_that_services_unknown_alone(
 # ---------------------------------------------------------------- 11: babysit's own descriptors
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("kind", ["local", "ssh", "pct"])
 def test_babysit_holding_the_log_for_its_own_stderr_is_not_a_run(
     kind: str, sshd: Sshd, tmp_path: Path, servers: list[Server]
@@ -464,12 +479,13 @@ def test_babysit_holding_the_log_for_its_own_stderr_is_not_a_run(
     assert done.returncode == 0
 
 
+@pytest.mark.unit
 def test_a_line_of_the_start_second_after_another_runs_is_not_taken_for_this_runs(
     tmp_path: Path,
 ) -> None:
     """Stamps are whole seconds: an older run's ready line stamped in the second the new
     run started (it ended then) must not become the new run's anchor."""
-    from tui.remote import agent
+    from tui.agent.readiness import find_anchor
 
     s = int(time.time()) - 100
 
@@ -485,10 +501,10 @@ def test_a_line_of_the_start_second_after_another_runs_is_not_taken_for_this_run
     log.write_bytes(data)
     fd = os.open(log, os.O_RDONLY)
     try:
-        at, how = agent.find_anchor(fd, len(data), s + 0.7, time.time(), None)
+        at, how = find_anchor(fd, len(data), s + 0.7, time.time(), None)
         assert at is None and "share the start's second" in how
         # A line stamped after that second is this run's, as before.
-        at, how = agent.find_anchor(fd, len(data), s + 0.7 - 1, time.time(), None)
+        at, how = find_anchor(fd, len(data), s + 0.7 - 1, time.time(), None)
         assert at is not None
     finally:
         os.close(fd)

@@ -27,17 +27,20 @@ from typing import Any
 import pytest
 from support.servers import REPO, free_port, sim_argv, wait_until
 from support.sshd import Sshd
-from test_app_actions import modal_of, until, verdict
+from support.wait import until
+from test_app_actions import modal_of, verdict
 from test_app_host_screen import screen_text
 
-from tui.app.app import BabysitApp
+from tui.app.app import BabysitApp, HostView
 from tui.app.widgets.launch_pane import LaunchPane
 from tui.cli import main
-from tui.config import parse_config
-from tui.core.launch import FlagStatus, launch_diff, parse_reported
-from tui.core.runs import Verdict
+from tui.core.launch.diff import FlagStatus, launch_diff
+from tui.core.launch.reported import parse_reported
 from tui.core.secrets import Redacted, command_text, redact_argv, redact_env, secret_name
+from tui.core.verdicts import Verdict
+from tui.hostsfile import parse_config
 from tui.remote.agentcall import AGENT_MARK
+from tui.session.sessions import Sessions
 
 READY = "The server is fired up and ready to roll!"
 VMID = 105
@@ -165,6 +168,7 @@ def row(status: dict[str, Any], dest: str) -> dict[str, Any]:
 # ---------------------------------------------------------------------- what a secret is
 
 
+@pytest.mark.unit
 def test_secret_names_and_every_form_of_their_values() -> None:
     for name in (
         "--api-key",
@@ -225,6 +229,7 @@ def test_secret_names_and_every_form_of_their_values() -> None:
     }
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "script",
     [
@@ -250,6 +255,7 @@ def test_a_secret_in_a_shell_script_is_redacted_wherever_it_stands(script: str) 
     assert "vllm serve" in shown or "sglang" in shown
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("argv", "kept"),
     [
@@ -266,6 +272,7 @@ def test_a_secret_in_an_assignment_word_is_redacted_whole(argv: list[str], kept:
     assert kept in shown
 
 
+@pytest.mark.unit
 def test_the_launch_diff_says_same_or_differs_and_never_the_value() -> None:
     meant, other, token = unique("sk-"), unique("sk-"), unique("hf_")
     intended = ["python3", "-m", "sglang.launch_server", "--api-key", meant, f"--hf-token={token}"]
@@ -316,6 +323,7 @@ def assert_records_hold_no_secret(*values: str) -> None:
     assert_private(audit.parent, 0o700)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("kind", ["local", "ssh", "pct"])
 def test_relaunch_keeps_secrets_out_of_command_lines_screens_and_files(
     kind: str, sshd: Sshd, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -386,6 +394,7 @@ def test_relaunch_keeps_secrets_out_of_command_lines_screens_and_files(
             end_session(pid)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("kind", ["local", "ssh", "pct"])
 def test_a_run_started_by_hand_shows_no_secret_and_a_changed_key_differs(
     kind: str, sshd: Sshd, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -428,18 +437,19 @@ def test_a_run_started_by_hand_shows_no_secret_and_a_changed_key_differs(
 
 def app_for(log: Path, port: int, command: list[str], env: dict[str, str]) -> BabysitApp:
     host = parse_config(config_text("local", None, log, port, command=command, env=env)).hosts["h"]
-    return BabysitApp(host, host.services["qwen"], probe_interval=0.2)
+    return BabysitApp(HostView(host, host.services["qwen"]), sessions=Sessions(interval=0.2))
 
 
+@pytest.mark.integration
 async def test_the_kill_modal_and_the_launch_pane_show_no_secret(tmp_path: Path) -> None:
     meant, running, token = unique("sk-"), unique("sk-"), unique("hf_")
     log, port = tmp_path / "serve.log", free_port()
     app = app_for(log, port, secret_command(port, meant, token), {"HF_TOKEN": unique("hf_")})
     with sim_by_hand(log, port, running, token) as proc:
         async with app.run_test(size=(140, 44)) as pilot:
-            await until(pilot, lambda: verdict(app) is Verdict.LIVE, "LIVE")
+            await until(lambda: verdict(app) is Verdict.LIVE, "LIVE", pilot=pilot)
             pane = app.screen.query_one(LaunchPane)
-            await until(pilot, lambda: "--api-key" in str(pane.render()), "the launch pane")
+            await until(lambda: "--api-key" in str(pane.render()), "the launch pane", pilot=pilot)
             drawn = str(pane.render())
             secret_free(screen_text(app) + drawn, meant, running, token)
             api_row = next(x for x in drawn.splitlines() if x.startswith("--api-key"))
@@ -455,12 +465,13 @@ async def test_the_kill_modal_and_the_launch_pane_show_no_secret(tmp_path: Path)
             await pilot.press("escape")
 
 
+@pytest.mark.integration
 async def test_the_relaunch_modal_shows_no_secret(tmp_path: Path) -> None:
     key, token, env_value = unique("sk-"), unique("hf_"), unique("hf_")
     log, port = tmp_path / "serve.log", free_port()
     app = app_for(log, port, secret_command(port, key, token), {"HF_TOKEN": env_value})
     async with app.run_test(size=(140, 44)) as pilot:
-        await until(pilot, lambda: verdict(app) is Verdict.DEAD, "DEAD")
+        await until(lambda: verdict(app) is Verdict.DEAD, "DEAD", pilot=pilot)
         await pilot.press("r")
         modal = await modal_of(pilot)
         text = modal.plan.text()

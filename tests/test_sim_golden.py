@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from sim_helpers import Sim
 
+pytestmark = pytest.mark.integration
+
 # --- SGLang -------------------------------------------------------------------------------
 
 #: reference §5.1 (prefix: timestamp, optional .mmm, ordered rank tags)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import signal
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from sim_helpers import Sim
+from sim_helpers import Sim, wait_until
+
+pytestmark = pytest.mark.integration
 
 #: readiness markers, reference §5.4
 READY = {
@@ -56,21 +57,21 @@ def test_health_turns_200_exactly_when_the_ready_line_is_written(
 ) -> None:
     sim = Sim(tmp_path, engine, "--load-seconds", "1.0", server=SPEC[engine])
     statuses: list[int] = []
+
+    def ready_line_then_200() -> bool:
+        """One look: the log before and after a /health, each time in that order."""
+        before = READY[engine] in sim.text()
+        status, _ = sim.get("/health", timeout=5)
+        after = READY[engine] in sim.text()
+        statuses.append(status)
+        if status == 200:
+            assert after, "/health said 200 before the ready line was in the log"
+        if before:
+            assert status == 200, f"ready line already written but /health said {status}"
+        return before
+
     try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            before = READY[engine] in sim.text()
-            status, _ = sim.get("/health", timeout=5)
-            after = READY[engine] in sim.text()
-            statuses.append(status)
-            if status == 200:
-                assert after, "/health said 200 before the ready line was in the log"
-            if before:
-                assert status == 200, f"ready line already written but /health said {status}"
-                break
-            time.sleep(0.005)
-        else:
-            pytest.fail(f"never ready; statuses {statuses[-5:]}")
+        wait_until(ready_line_then_200, 20, lambda: f"ready; statuses {statuses[-5:]}", 0.005)
     finally:
         sim.stop()
     answered = [s for s in statuses if s]

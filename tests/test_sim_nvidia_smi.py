@@ -8,7 +8,10 @@ import threading
 from pathlib import Path
 
 import psutil
+import pytest
 from sim_helpers import Sim, nvidia_smi, sim_env, wait_until
+
+pytestmark = pytest.mark.integration
 
 GPU_QUERY = (
     "--query-gpu=index,name,power.draw,power.limit,utilization.gpu,memory.used,"

@@ -15,6 +15,8 @@ import psutil
 import pytest
 from sim_helpers import ROOT, Sim, alive_or_zombie, free_port, sim_env, wait_until
 
+pytestmark = pytest.mark.integration
+
 SGLANG = ("--model-path", "Qwen/Qwen3-8B")
 SGLANG_SPEC = (
     *SGLANG,

@@ -11,12 +11,14 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.utils import floatToGoString
 from sim_helpers import ROOT  # noqa: F401 - puts the repository on sys.path
 
-from tui.sim.engine import Scenario
+from tui.sim.config import Scenario
 from tui.sim.flags import model_info, parse_flags
 from tui.sim.gpus import parse_inventory
 from tui.sim.load import LoadModel, LoadProfile, SpecModel
 from tui.sim.prom import Exposition, go_float
 from tui.sim.version import V
+
+pytestmark = pytest.mark.unit
 
 
 def test_versions_sort_in_release_order() -> None:

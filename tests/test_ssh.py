@@ -13,12 +13,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from support.sshd import Sshd, free_port
-from support.wait import eventually
+from support.wait import until
 
-from tui.config import Host, parse_config
+from tui.config import Host
 from tui.errors import AuthError, HostKeyError, HostUnreachable, TransportError
+from tui.hostsfile import parse_config
 from tui.remote import SshLinks, open_transport
-from tui.remote.ssh import BACKOFF_CAP, LinkState, backoff_delay
+from tui.remote.backoff import BACKOFF_CAP, backoff_delay
+from tui.remote.sshlink import LinkState
 
 
 def host_from(yaml_text: str, name: str) -> Host:
@@ -42,6 +44,7 @@ def connections_from_log(sshd: Sshd) -> int:
 # ---------------------------------------------------------------- host keys
 
 
+@pytest.mark.integration
 async def test_unknown_host_key_is_refused_with_how_to_add_it(
     sshd: Sshd, tmp_path: Path, links: SshLinks
 ) -> None:
@@ -58,6 +61,7 @@ async def test_unknown_host_key_is_refused_with_how_to_add_it(
     assert known.read_text() == "", "strict checking must never write known_hosts"
 
 
+@pytest.mark.integration
 async def test_changed_host_key_is_refused_even_with_accept_new(
     sshd: Sshd, tmp_path: Path, links: SshLinks
 ) -> None:
@@ -75,6 +79,7 @@ async def test_changed_host_key_is_refused_even_with_accept_new(
     assert known.read_text() == before
 
 
+@pytest.mark.integration
 async def test_accept_new_records_an_unknown_key_then_checks_it(
     sshd: Sshd, tmp_path: Path, links: SshLinks
 ) -> None:
@@ -85,6 +90,7 @@ async def test_accept_new_records_an_unknown_key_then_checks_it(
     assert known.read_text().strip() == sshd.host_key_line
 
 
+@pytest.mark.integration
 async def test_missing_known_hosts_file_is_a_clear_error(
     sshd: Sshd, tmp_path: Path, links: SshLinks
 ) -> None:
@@ -96,6 +102,7 @@ async def test_missing_known_hosts_file_is_a_clear_error(
 # ---------------------------------------------------------------- auth
 
 
+@pytest.mark.integration
 async def test_wrong_key_is_an_auth_error_and_is_not_retried(sshd: Sshd, links: SshLinks) -> None:
     host = host_from(sshd.host_yaml("h", identity_file=str(sshd.wrong_key)), "h")
     before = connections_from_log(sshd)
@@ -107,11 +114,14 @@ async def test_wrong_key_is_an_auth_error_and_is_not_retried(sshd: Sshd, links: 
     assert (
         await open_transport(host_from(sshd.host_yaml("m"), "m"), links).run(["true"], timeout=10)
     ).ok
-    await eventually(lambda: sshd.accepted_logins() > logins, 10, "the later login in sshd's log")
+    await until(
+        lambda: sshd.accepted_logins() > logins, "the later login in sshd's log", timeout=10
+    )
     assert connections_from_log(sshd) - before == 2, "an auth failure must not be retried"
     assert links.get(host.ssh).status.state is LinkState.FAILED  # type: ignore[arg-type]
 
 
+@pytest.mark.integration
 async def test_wrong_user_is_an_auth_error(sshd: Sshd, links: SshLinks) -> None:
     yaml_text = sshd.host_yaml("h", ssh=f"no-such-user-babysit@127.0.0.1:{sshd.port}")
     host = host_from(yaml_text, "h")
@@ -122,6 +132,7 @@ async def test_wrong_user_is_an_auth_error(sshd: Sshd, links: SshLinks) -> None:
 # ---------------------------------------------------------------- unreachable
 
 
+@pytest.mark.integration
 async def test_closed_port_is_refused_clearly(sshd: Sshd, links: SshLinks) -> None:
     port = free_port()
     host = host_from(sshd.host_yaml("h", ssh=f"root@127.0.0.1:{port}", connect_timeout=2), "h")
@@ -141,6 +152,7 @@ def silent_port() -> Iterator[int]:
         server.close()
 
 
+@pytest.mark.integration
 async def test_silent_host_fails_within_the_connect_timeout(
     sshd: Sshd, links: SshLinks, silent_port: int
 ) -> None:
@@ -154,6 +166,7 @@ async def test_silent_host_fails_within_the_connect_timeout(
     assert time.monotonic() - started < 1 + 2.5
 
 
+@pytest.mark.integration
 async def test_unknown_host_name(sshd: Sshd, links: SshLinks) -> None:
     host = host_from(sshd.host_yaml("h", ssh="root@no-such-host.invalid"), "h")
     with pytest.raises(HostUnreachable, match=r"no-such-host\.invalid"):
@@ -163,6 +176,7 @@ async def test_unknown_host_name(sshd: Sshd, links: SshLinks) -> None:
 # ---------------------------------------------------------------- one connection, reconnects
 
 
+@pytest.mark.integration
 async def test_many_calls_share_one_connection(sshd: Sshd, links: SshLinks) -> None:
     sshd.add_container(105)
     ssh_host = host_from(sshd.host_yaml("h"), "h")
@@ -182,6 +196,7 @@ async def test_many_calls_share_one_connection(sshd: Sshd, links: SshLinks) -> N
     assert links.get(ssh_host.ssh).connects == 1  # type: ignore[arg-type]
 
 
+@pytest.mark.integration
 async def test_killed_session_reconnects_on_the_next_call(sshd: Sshd, links: SshLinks) -> None:
     host = host_from(sshd.host_yaml("h"), "h")
     transport = open_transport(host, links)
@@ -197,6 +212,7 @@ async def test_killed_session_reconnects_on_the_next_call(sshd: Sshd, links: Ssh
     assert link.status.state is LinkState.CONNECTED
 
 
+@pytest.mark.integration
 async def test_session_killed_mid_stream_then_next_call_succeeds(
     sshd: Sshd, links: SshLinks
 ) -> None:
@@ -211,6 +227,7 @@ async def test_session_killed_mid_stream_then_next_call_succeeds(
     assert result.stdout == b"back\n"
 
 
+@pytest.mark.integration
 async def test_lost_server_is_retried_with_backoff_until_it_returns(
     sshd: Sshd, tmp_path: Path, links: SshLinks
 ) -> None:
@@ -227,8 +244,10 @@ async def test_lost_server_is_retried_with_backoff_until_it_returns(
         own.kill_sessions()
         own.process.terminate()
         own.process.wait()
-        await eventually(
-            lambda: link.status.state is LinkState.RECONNECTING, 10, "the loss to be noticed"
+        await until(
+            lambda: link.status.state is LinkState.RECONNECTING,
+            "the loss to be noticed",
+            timeout=10,
         )
         with pytest.raises(HostUnreachable, match="not connected"):
             await transport.run(["true"], timeout=1.5)
@@ -249,6 +268,7 @@ async def test_lost_server_is_retried_with_backoff_until_it_returns(
         own.stop()
 
 
+@pytest.mark.unit
 @given(st.integers(min_value=0, max_value=200), st.integers(min_value=0, max_value=2**32))
 def test_backoff_is_capped_and_jittered(attempt: int, seed: int) -> None:
     delay = backoff_delay(attempt, random.Random(seed))
@@ -256,6 +276,7 @@ def test_backoff_is_capped_and_jittered(attempt: int, seed: int) -> None:
     assert delay >= min(BACKOFF_CAP, 0.5 * 2 ** min(attempt, 16)) * 0.5
 
 
+@pytest.mark.unit
 def test_jitter_spreads_clients_apart() -> None:
     rng = random.Random(7)
     assert len({round(backoff_delay(3, rng), 6) for _ in range(20)}) > 15
@@ -264,6 +285,7 @@ def test_jitter_spreads_clients_apart() -> None:
 # ---------------------------------------------------------------- pct
 
 
+@pytest.mark.integration
 async def test_pct_unknown_vmid_says_the_real_error(sshd: Sshd, links: SshLinks) -> None:
     host = host_from(sshd.pct_host_yaml("c", 999), "c")
     with pytest.raises(
@@ -274,6 +296,7 @@ async def test_pct_unknown_vmid_says_the_real_error(sshd: Sshd, links: SshLinks)
         await open_transport(host, links).run(["true"], timeout=10)
 
 
+@pytest.mark.integration
 async def test_pct_stopped_container(sshd: Sshd, links: SshLinks) -> None:
     sshd.add_container(106, stopped=True)
     host = host_from(sshd.pct_host_yaml("c", 106), "c")
@@ -281,6 +304,7 @@ async def test_pct_stopped_container(sshd: Sshd, links: SshLinks) -> None:
         await open_transport(host, links).run(["true"], timeout=10)
 
 
+@pytest.mark.integration
 async def test_pct_standin_checks_its_arguments_like_the_real_one(
     sshd: Sshd, links: SshLinks
 ) -> None:

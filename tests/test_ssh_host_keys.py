@@ -16,9 +16,12 @@ import asyncssh
 import pytest
 from support.sshd import Sshd, keygen, start_sshd
 
-from tui.config import Host, parse_config
+from tui.config import Host
 from tui.errors import HostKeyError
+from tui.hostsfile import parse_config
 from tui.remote import SshLinks, open_transport
+
+pytestmark = pytest.mark.integration
 
 
 @pytest.fixture

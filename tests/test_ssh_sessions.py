@@ -12,17 +12,19 @@ from pathlib import Path
 
 import pytest
 from support.sshd import Sshd, find_sshd, start_sshd
-from support.wait import eventually
+from support.wait import until
 from test_follow import Collector
 
-from tui.config import Host, parse_config
+from tui.config import Host
 from tui.core.follow import Start
 from tui.core.logcursor import EventKind
-from tui.core.runs import Verdict
+from tui.core.verdicts import Verdict
+from tui.hostsfile import parse_config
 from tui.remote import SshLinks, open_transport
 from tui.remote.follow import Follower
 from tui.remote.probe import ProbeChannel, probe_host
-from tui.remote.ssh import SshLink, SshTransport
+from tui.remote.ssh import SshTransport
+from tui.remote.sshlink import SshLink
 
 CONTAINERS = range(201, 213)  # twelve containers on one node
 
@@ -65,6 +67,7 @@ def link_of(links: SshLinks, host: Host) -> SshLink:
     return links.get(host.ssh)
 
 
+@pytest.mark.integration
 async def test_twelve_containers_on_one_stock_node_each_keep_a_probe_agent_and_a_follow_stream(
     stock_sshd: Sshd, tmp_path: Path, links: SshLinks
 ) -> None:
@@ -131,6 +134,7 @@ async def test_twelve_containers_on_one_stock_node_each_keep_a_probe_agent_and_a
         await asyncio.gather(*(ch.close() for ch in channels))
 
 
+@pytest.mark.slow
 async def test_a_session_closed_at_the_limit_is_reused_only_once_the_server_has_freed_it(
     stock_sshd: Sshd, links: SshLinks
 ) -> None:
@@ -151,6 +155,7 @@ async def test_a_session_closed_at_the_limit_is_reused_only_once_the_server_has_
         assert link.budget == 10
 
 
+@pytest.mark.integration
 async def test_a_server_allowing_fewer_sessions_is_learned_and_another_connection_opened(
     tmp_path: Path, links: SshLinks
 ) -> None:
@@ -180,6 +185,6 @@ async def test_a_server_allowing_fewer_sessions_is_learned_and_another_connectio
             assert link.connections == 3
             result = await transport.run(["echo", "still"], timeout=30)
             assert result.stdout == b"still\n"
-        await eventually(lambda: link.sessions == 0, 10, "every stream's session to end")
+        await until(lambda: link.sessions == 0, "every stream's session to end", timeout=10)
     finally:
         small.stop()

@@ -88,6 +88,7 @@ def nvidia_smi(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("BABYSIT_SIM_PYTHON", sys.executable)
 
 
+@pytest.mark.integration
 @pytest.mark.usefixtures("nvidia_smi")
 def test_dropped_spec_flags_show_in_launch_metrics_gpus_and_hints(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -145,6 +146,7 @@ def test_dropped_spec_flags_show_in_launch_metrics_gpus_and_hints(
             )
 
 
+@pytest.mark.integration
 @pytest.mark.usefixtures("nvidia_smi")
 def test_healthy_speculative_run_has_accept_metrics_and_no_hints(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -188,6 +190,7 @@ def test_healthy_speculative_run_has_accept_metrics_and_no_hints(
             )
 
 
+@pytest.mark.integration
 def test_metrics_from_the_prometheus_page(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -215,6 +218,7 @@ def test_metrics_from_the_prometheus_page(
         server.kill()
 
 
+@pytest.mark.integration
 @pytest.mark.sshd
 @pytest.mark.parametrize("kind", ["local", "ssh", "pct"])
 def test_status_gives_vllm_throughput_from_prometheus_counters(
@@ -258,9 +262,10 @@ def test_status_gives_vllm_throughput_from_prometheus_counters(
         server.kill()
 
 
+@pytest.mark.unit
 def test_prometheus_needs_a_port() -> None:
-    from tui.config import parse_config
     from tui.errors import ConfigError
+    from tui.hostsfile import parse_config
 
     with pytest.raises(ConfigError, match=r"prometheus needs the service's port"):
         parse_config(
@@ -269,6 +274,7 @@ def test_prometheus_needs_a_port() -> None:
         )
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("engine", "version", "line"),
     [

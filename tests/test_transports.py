@@ -14,9 +14,12 @@ from pathlib import Path
 
 import psutil
 import pytest
+from support.wait import until
 
 from tui.errors import CommandTimeout
 from tui.remote import Transport
+
+pytestmark = pytest.mark.integration
 
 # Arguments that break naive quoting somewhere between here and the remote argv.
 NASTY_ARGS = [
@@ -57,13 +60,9 @@ def _processes_with(marker: str) -> list[psutil.Process]:
     return found
 
 
-async def _gone(marker: str, within: float = 5.0) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if not _processes_with(marker):
-            return True
-        await asyncio.sleep(0.05)
-    return False
+async def _gone(marker: str, what: str, within: float = 5.0) -> None:
+    """Until no process carries ``marker``; ``what`` is said if one still does."""
+    await until(lambda: not _processes_with(marker), what, timeout=within)
 
 
 async def test_arguments_arrive_byte_for_byte(transport: Transport) -> None:
@@ -104,7 +103,7 @@ async def test_timeout_ends_the_remote_command(transport: Transport) -> None:
     with pytest.raises(CommandTimeout, match=r"did not finish within 0\.5 s and was ended"):
         await transport.run(["sh", "-c", f"exec sleep 30 # {marker}", marker], timeout=0.5)
     assert time.monotonic() - started < 10
-    assert await _gone(marker), "the timed-out command is still running"
+    await _gone(marker, "the timed-out command to end")
 
 
 async def test_stream_yields_output_and_leaving_it_ends_the_command(transport: Transport) -> None:
@@ -119,7 +118,7 @@ async def test_stream_yields_output_and_leaving_it_ends_the_command(transport: T
         assert _processes_with(marker), "the streamed command should be running"
     numbers = [int(n) for n in received.split(b"\n")[:20]]
     assert numbers == list(range(20))
-    assert await _gone(marker), "leaving the stream did not end the command"
+    await _gone(marker, "leaving the stream to end the command")
 
 
 async def test_cancelling_a_stream_reader_ends_the_command(transport: Transport) -> None:
@@ -138,7 +137,7 @@ async def test_cancelling_a_stream_reader_ends_the_command(transport: Transport)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert await _gone(marker), "cancelling did not end the remote command"
+    await _gone(marker, "cancelling to end the remote command")
 
 
 async def test_stream_with_stdin_is_a_conversation(transport: Transport) -> None:

@@ -16,8 +16,8 @@ import sys
 from collections.abc import Callable, Sequence
 
 from tui import __version__
-from tui.core.sanitize import guarded_output
 from tui.errors import BabysitError, InternalError, UsageError
+from tui.output import guarded_output
 
 #: verb -> (one-line help, module path of its ``configure``/``run`` pair)
 VERBS: dict[str, tuple[str, str]] = {
@@ -36,6 +36,10 @@ VERBS: dict[str, tuple[str, str]] = {
     "parse": (
         "parse a saved SGLang/vLLM log offline: metric lines and a summary per metric",
         "tui.commands.parse",
+    ),
+    "agent": (
+        "print the exact script babysit runs on a host for one of its modes",
+        "tui.commands.agent",
     ),
     "demo": (
         "start simulated servers that show every trap, and open babysit on them",

@@ -32,7 +32,7 @@ from tui.errors import ConfigError
 MAX_CONFIG_BYTES = 1024 * 1024
 #: Mappings and lists inside one another, at most this many levels deep.
 MAX_DEPTH = 32
-#: Values in the document with every alias expanded (and, in tui.config, every
+#: Values in the document with every alias expanded (and, in tui.hostsfile, every
 #: service of ``instances:`` copied): the most babysit builds from one file.
 MAX_NODES = 250_000
 #: Characters in one scalar (a key or a value).

@@ -16,7 +16,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ import psutil
 
 from support.pct_standin import start_ticks
 from support.ports import free_port
+from support.wait import wait_until
 
 SUPPORT = Path(__file__).resolve().parent
 SESSION_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -180,17 +180,22 @@ def _spawn(config: Path, log: Path, port: int) -> subprocess.Popen[bytes]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+
+    def listening() -> bool:
         if process.poll() is not None:
             err = process.stderr.read().decode() if process.stderr else ""
             detail = log.read_text() if log.exists() else ""
             raise RuntimeError(f"sshd exited with {process.returncode}: {err}{detail}")
         with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
-            return process
-        time.sleep(0.05)
-    process.kill()
-    raise RuntimeError("sshd did not start listening within 10 s")
+            return True
+        return False
+
+    try:
+        wait_until(listening, 10, "sshd to listen", step=0.05)
+    except AssertionError:
+        process.kill()
+        raise
+    return process
 
 
 def start_sshd(

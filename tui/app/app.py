@@ -1,21 +1,22 @@
 """The Textual app: ``babysit HOST [SERVICE]``, or the fleet view of many hosts.
 
-:class:`BabysitApp` is also the factory tests use: pass ``follower_factory`` to
-feed the screen fixed rows, ``transport_factory`` for a stand-in link, and
-``clock`` to freeze the header's time; ``ops_factory`` and
-``anchor_follower_factory`` stand in for kill, relaunch and the follower a
-relaunch starts. ``read_only`` offers no action that changes the host.
+:func:`make_app` builds it from domain data: a config, the names asked for (as
+``babysit`` reads them) and one :class:`~tui.session.sessions.Sessions`, the
+factory of every fact the screens show; tests pass a Sessions with stand-in
+seams (fixed rows, fixed answers, fixed actions) and ``clock`` to freeze the
+header's time. ``read_only`` offers no action that changes the host.
 
-With ``fleet`` the app opens the :class:`FleetScreen` instead; ``Enter`` on a row
-pushes that service's host screen (``host`` and ``service`` then name the one
-shown), and ``Esc`` pops back. ``fleet_report`` stands in for the round trip to
-each host (tests pass fixed reports).
+With a :class:`Fleet` the app opens the :class:`FleetScreen`; ``Enter`` on a row
+pushes that service's host screen, and ``Esc`` pops back. Both are views of the
+same sessions: a fleet row renders its service's report as of its host's last
+answer, the host screen the same session's report as of now.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import ClassVar
 
@@ -23,27 +24,37 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
-from tui.app.operations import HostOps, TransportOps
-from tui.app.screens.fleet import FLEET_TAIL, Fleet, FleetReport, FleetScreen
-from tui.app.screens.host import HOST_ACTIONS, AnchorFollower, HostScreen, RowSource
-from tui.config import Host, Service
-from tui.core.follow import Start
-from tui.core.logcursor import LogCursor
-from tui.core.metrics import PrometheusReaders
-from tui.core.report import ServiceReport
-from tui.core.runs import Assessment
-from tui.remote import SshLinks, Transport, open_transport
-from tui.remote.follow import Follower
-from tui.remote.probe import APPS_MAX_AGE, ProbeChannel, report_host
+from tui.app.fleet_rows import Fleet
+from tui.app.screens.fleet import FleetScreen
+from tui.app.screens.host import HostScreen
+from tui.app.screens.host_actions import HOST_ACTIONS
+from tui.config import Config, Host, Service
+from tui.session.sessions import Sessions
 
-#: Lines shown from before the app started.
-DEFAULT_TAIL = 500
 
-FollowerFactory = Callable[[Transport], RowSource]
-ProbeFactory = Callable[[Transport], Callable[[], Awaitable[Assessment | ServiceReport]]]
-TransportFactory = Callable[[Host, SshLinks], Transport]
-OpsFactory = Callable[[Transport], HostOps]
-AnchorFollowerFactory = Callable[[Transport], AnchorFollower]
+@dataclass(frozen=True)
+class HostView:
+    """One service's host screen."""
+
+    host: Host
+    service: Service
+
+
+def make_app(
+    config: Config,
+    names: Sequence[str] = (),
+    *,
+    sessions: Sessions | None = None,
+    read_only: bool = False,
+    clock: Callable[[], float] = time.time,
+) -> BabysitApp:
+    """The app for ``names`` as ``babysit NAME …`` reads them (see :mod:`tui.commands.ui`)."""
+    from tui.commands.ui import choose
+
+    chosen = choose(config, names)
+    view = chosen if isinstance(chosen, Fleet) else HostView(*chosen)
+    return BabysitApp(view, sessions=sessions, read_only=read_only, clock=clock)
+
 
 #: Command palette entries for the host actions: (action, title, help).
 ACTION_COMMANDS = {
@@ -54,8 +65,8 @@ ACTION_COMMANDS = {
 
 
 class BabysitApp(App[int]):
-    """Watches one service on one host, or a fleet of them. Owns the SSH connections it opens
-    (one per endpoint, shared by the fleet's refreshes and every host screen)."""
+    """Watches one service on one host, or a fleet of them, through its sessions (one
+    connection per endpoint, one probe loop per host, shared by every screen)."""
 
     CSS_PATH: ClassVar[list[str]] = ["babysit.tcss", "fleet.tcss"]
     TITLE = "babysit"
@@ -67,117 +78,28 @@ class BabysitApp(App[int]):
 
     def __init__(
         self,
-        host: Host,
-        service: Service,
+        view: HostView | Fleet,
         *,
-        follower_factory: FollowerFactory | None = None,
-        start: Start | None = None,
-        clock: Callable[[], float] = time.time,
-        transport_factory: TransportFactory = open_transport,
-        probe_factory: ProbeFactory | None = None,
-        probe_interval: float = 2.0,
+        sessions: Sessions | None = None,
         read_only: bool = False,
-        ops_factory: OpsFactory | None = None,
-        anchor_follower_factory: AnchorFollowerFactory | None = None,
-        fleet: Fleet | None = None,
-        fleet_report: FleetReport | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         super().__init__()
-        self.host = host
-        self.service = service
-        self.start = start or Start(tail=DEFAULT_TAIL)
+        #: The hosts and services of the fleet view, or None for one host screen.
+        self.fleet = view if isinstance(view, Fleet) else None
+        if isinstance(view, Fleet):
+            self.host, services = view.targets[0]
+            self.service = services[0]
+        else:
+            self.host, self.service = view.host, view.service
         self.clock = clock
-        self.links = SshLinks()
-        self._follower_factory = follower_factory or self._follower
-        self._transport_factory = transport_factory
-        self._probe_factory = probe_factory or self._probe
-        self.probe_interval = probe_interval
+        self.sessions = sessions if sessions is not None else Sessions(clock=clock)
         #: No action that changes anything on a host is offered (kill, relaunch, …).
         self.read_only = read_only
-        self._ops_factory = ops_factory or (lambda transport: TransportOps(transport, self.service))
-        self._anchor_follower_factory = anchor_follower_factory or self._anchor_follower
-        #: The hosts and services of the fleet view, or None for one host screen.
-        self.fleet = fleet
-        self._fleet_report = fleet_report or self._report
-        self._transports: dict[str, Transport] = {}
-        self._channels: dict[str, ProbeChannel] = {}
-        #: What turns /metrics counters into rates, for every report the app asks for
-        #: (fleet rows and host screens alike), kept while the app runs.
-        self.prometheus = PrometheusReaders()
-
-    def _transport(self, host: Host) -> Transport:
-        """One transport per host, shared by the fleet's refreshes and its host screen."""
-        if host.name not in self._transports:
-            self._transports[host.name] = self._transport_factory(host, self.links)
-        return self._transports[host.name]
-
-    def _channel(self, host: Host) -> ProbeChannel:
-        """One long-lived probe agent per host, shared by the fleet and its host screens."""
-        if host.name not in self._channels:
-            self._channels[host.name] = ProbeChannel(self._transport(host))
-        return self._channels[host.name]
-
-    async def _report(self, host: Host, services: Sequence[Service]) -> list[ServiceReport]:
-        transport = self._transport(host)
-        return await report_host(
-            transport,
-            host,
-            services,
-            tail_bytes=FLEET_TAIL,
-            channel=self._channel(host),
-            apps_max_age=APPS_MAX_AGE,
-            prometheus=self.prometheus,
-        )
-
-    def _follower(self, transport: Transport) -> RowSource:
-        return Follower(transport, self.service.log, label=self.service.label, start=self.start)
-
-    def _probe(self, transport: Transport) -> Callable[[], Awaitable[Assessment | ServiceReport]]:
-        host, service = self.host, self.service
-        channel = self._channel(host)
-
-        async def probe() -> ServiceReport:
-            (report,) = await report_host(
-                transport,
-                host,
-                [service],
-                tail_bytes=0,
-                channel=channel,
-                apps_max_age=APPS_MAX_AGE,
-                prometheus=self.prometheus,
-            )
-            return report
-
-        return probe
-
-    def _writer_follower(self, transport: Transport) -> Callable[[int], RowSource]:
-        def follow_pid(pid: int) -> RowSource:
-            return Follower(
-                transport, self.service.log, label=self.service.label, start=self.start, pid=pid
-            )
-
-        return follow_pid
-
-    def _anchor_follower(self, transport: Transport) -> AnchorFollower:
-        def follow_from(cursor: LogCursor) -> RowSource:
-            return Follower(
-                transport, self.service.log, label=self.service.label, start=Start(cursor=cursor)
-            )
-
-        return follow_from
 
     def on_mount(self) -> None:
         if self.fleet is not None:
-            self.push_screen(
-                FleetScreen(
-                    self.fleet.targets,
-                    self._fleet_report,
-                    clock=self.clock,
-                    interval=self.probe_interval,
-                    timeout=self.fleet.timeout,
-                    title=self.fleet.title,
-                )
-            )
+            self.push_screen(FleetScreen(self.fleet, self.sessions, clock=self.clock))
         else:
             self.push_screen(self._host_screen())
 
@@ -209,22 +131,8 @@ class BabysitApp(App[int]):
 
     def _host_screen(self) -> HostScreen:
         """The host screen of :attr:`service` on :attr:`host`."""
-        # Opening a transport only builds it; connecting happens in the follower's worker.
-        transport = self._transport(self.host)
-        follower = self._follower_factory(transport)
-        return HostScreen(
-            self.host,
-            self.service,
-            transport,
-            follower,
-            clock=self.clock,
-            probe=self._probe_factory(transport),
-            writer_follower=self._writer_follower(transport),
-            probe_interval=self.probe_interval,
-            ops=self._ops_factory(transport),
-            anchor_follower=self._anchor_follower_factory(transport),
-            read_only=self.read_only,
-        )
+        session = self.sessions.session(self.host, self.service)
+        return HostScreen(session, self.sessions, clock=self.clock, read_only=self.read_only)
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         """The palette: Textual's own commands, help, and each host action allowed now."""
@@ -245,6 +153,4 @@ class BabysitApp(App[int]):
                 yield SystemCommand(title, help_text, partial(screen.run_action, action))
 
     async def on_unmount(self) -> None:
-        for channel in self._channels.values():
-            await channel.close()
-        await self.links.close()
+        await self.sessions.close()

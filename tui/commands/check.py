@@ -19,10 +19,11 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 
 from tui.cli import add_config_option, add_json_option
-from tui.config import Host, load_config
+from tui.config import Host
 from tui.core.sanitize import printable, printable_bytes, printable_text
 from tui.core.units import human_size
 from tui.errors import TransportError
+from tui.hostsfile import load_config
 from tui.remote.agentcall import AGENT_MARK, Preamble, chatter_note
 
 #: The agent that later issues send to hosts is written for this python3 and newer.

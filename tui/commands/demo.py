@@ -24,7 +24,8 @@ from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from tui.demo.fleet import HOST, Fleet, stop_kept, tui_environment
+from tui.demo.fleet import HOST, Fleet, tui_environment
+from tui.demo.fleetstate import stop_kept
 from tui.demo.stories import STORIES
 
 if TYPE_CHECKING:
@@ -110,14 +111,12 @@ class SignalStop:
 
 def open_app(fleet: Fleet, stopper: SignalStop) -> int:
     """The host screen on the fleet's first service, as ``babysit lab qwen-mtp`` opens it."""
-    from tui.app.app import BabysitApp
-    from tui.commands.ui import resolve
-    from tui.config import parse_config_file
+    from tui.app.app import make_app
+    from tui.hostsfile import parse_config_file
 
     config = parse_config_file(fleet.hosts_yaml)
-    host, service = resolve(config, HOST, STORIES[0].name)
     os.environ.update(tui_environment(fleet))
-    app = BabysitApp(host, service)
+    app = make_app(config, [f"{HOST}/{STORIES[0].name}"])
     stopper.app = app
     try:
         app.run()

@@ -6,8 +6,9 @@ import argparse
 import json
 
 from tui.cli import add_config_option, add_json_option
-from tui.config import Config, load_config
+from tui.config import Config
 from tui.core.secrets import redact_argv, redact_env
+from tui.hostsfile import load_config
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

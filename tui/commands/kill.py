@@ -14,12 +14,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 
+from tui.agent.protocol import KILL_DONE, KILL_REFUSED, KILL_UNKNOWN
 from tui.cli import add_config_option, add_json_option
 from tui.commands import say
 from tui.commands.ui import resolve
-from tui.config import Host, Service, load_config
-from tui.errors import BabysitError, UsageError
-from tui.ops.kill import DEFAULT_GRACE, KillTarget, check_grace, kill_run, outcome_of
+from tui.config import Host, Service
+from tui.errors import UsageError
+from tui.hostsfile import load_config
+from tui.ops.actions import Finished, Planned
+from tui.ops.kill import DEFAULT_GRACE, check_grace
+from tui.ops.kill_outcome import KillEvent
+
+#: The kill's events not said as progress: the result line says how it ended.
+QUIET = frozenset({KILL_DONE, KILL_REFUSED, KILL_UNKNOWN})
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -53,14 +60,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _kill(host: Host, service: Service, pid: int, grace: float, *, json_out: bool) -> int:
-    from tui.ops.relaunch import audit
-    from tui.remote import SshLinks, open_transport
-    from tui.remote.probe import probe_host
+    from tui.session.sessions import Sessions
 
-    links = SshLinks()
+    sessions = Sessions(long_lived=False, timeout=None)
     try:
-        transport = open_transport(host, links)
-        (assessment,) = await probe_host(transport, host, [service])
+        session = sessions.session(host, service)
+        assessment = await session.fresh()
         run = assessment.run
         if run is None or run.root.pid != pid:
             seen = f"pid {run.root.pid}" if run else "no run"
@@ -68,50 +73,22 @@ async def _kill(host: Host, service: Service, pid: int, grace: float, *, json_ou
                 f"{service.label}: pid {pid} is not the run babysit sees ({seen}; "
                 f"{assessment.line}); nothing was signalled"
             )
-        target = KillTarget.of(run, assessment.boot_id or "", service)
-        say(
-            json_out,
-            "plan",
-            f"{service.label}: stopping pid {pid} and "
-            f"{len(run.pids) - 1} child process(es): SIGTERM, {grace:g} s, then SIGKILL",
-            pids=list(run.pids),
-        )
-        identity = {"boot_id": target.boot_id, "pid": pid, "start_ticks": run.root.start_ticks}
-        events = []
-        try:
-            async for event in kill_run(transport, target, grace=grace):
-                events.append(event)
-                if event.kind not in ("done", "refused", "unknown"):
-                    say(
-                        json_out,
-                        "progress",
-                        f"{service.label}: {event.message}",
-                        event=event.kind,
-                        pid=event.pid,
-                    )
-        except BabysitError as error:
-            audit(
-                host,
-                service,
-                "kill",
-                identity=identity,
-                command=list(run.root.cmdline),
-                result=f"failed: {error.message}",
-                ok=False,
-            )
-            raise
-        outcome = outcome_of(events)
-        summary = outcome.summary(target, service.port)
-        audit(
-            host,
-            service,
-            "kill",
-            identity=identity,
-            command=list(run.root.cmdline),
-            result=summary,
-            ok=outcome.ok,
-        )
-        say(json_out, "result", f"{service.label}: {summary}", ok=outcome.ok)
-        return outcome.exit_status
+        actions = session.actions("cli")
+        status = 1
+        async for step in actions.kill(run, assessment.boot_id, grace=grace):
+            if isinstance(step, Planned):
+                say(json_out, "plan", f"{service.label}: {step.text}", pids=list(run.pids))
+            elif isinstance(step, KillEvent) and step.kind not in QUIET:
+                say(
+                    json_out,
+                    "progress",
+                    f"{service.label}: {step.message}",
+                    event=step.kind,
+                    pid=step.pid,
+                )
+            elif isinstance(step, Finished):
+                say(json_out, "result", f"{service.label}: {step.result}", ok=step.ok)
+                status = step.exit_status
+        return status
     finally:
-        await links.close()
+        await sessions.close()

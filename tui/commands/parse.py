@@ -33,20 +33,15 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import BinaryIO, TextIO
 
+from tui.agent.files import cannot_read, open_file
 from tui.cli import add_json_option
+from tui.core.lines import line_text
 from tui.core.logcursor import MAX_LINE_BYTES
-from tui.core.metrics import (
-    YEAR_SLACK,
-    Engine,
-    LogScanner,
-    Metric,
-    MetricSample,
-    RunEvent,
-    RunEventKind,
-)
-from tui.core.sanitize import clean_line, printable
+from tui.core.metrics.boundaries import LogScanner, RunEvent, RunEventKind
+from tui.core.metrics.model import Engine, Metric, MetricSample
+from tui.core.metrics.stamps import YEAR_SLACK
+from tui.core.sanitize import printable
 from tui.errors import UsageError
-from tui.remote.agent import cannot_read, open_file
 
 SCHEMA = 1
 RESERVOIR = 2048
@@ -129,7 +124,7 @@ def read_lines(stream: BinaryIO, limit: int = MAX_LINE_BYTES) -> Iterator[tuple[
             continue
         if not data.endswith(b"\n") and len(data) >= limit:
             skipping = True
-        yield start, clean_line(data.decode("utf-8", "replace").rstrip("\r\n"))
+        yield start, line_text(data[:-1] if data.endswith(b"\n") else data)
 
 
 def parse_stream(stream: BinaryIO, scanner: LogScanner, report: Report) -> bool:

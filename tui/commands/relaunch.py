@@ -16,11 +16,13 @@ import math
 from tui.cli import add_config_option, add_json_option
 from tui.commands import say
 from tui.commands.ui import resolve
-from tui.config import Host, Service, load_config
+from tui.config import Host, Service
 from tui.core.secrets import command_text
 from tui.errors import UsageError
-from tui.ops.kill import KillTarget, check_grace, kill_run, outcome_of
-from tui.ops.relaunch import DEFAULT_TIMEOUT, WaitProgress, WaitResult
+from tui.hostsfile import load_config
+from tui.ops.actions import NOT_DONE, Finished, Planned
+from tui.ops.kill import check_grace
+from tui.ops.relaunch import DEFAULT_TIMEOUT, Launched, WaitProgress
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -67,130 +69,78 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _relaunch(host: Host, service: Service, args: argparse.Namespace) -> int:
-    from tui.ops.relaunch import (
-        LaunchRefused,
-        audit,
-        check_preconditions,
-        launch,
-        preflight,
-        wait_ready,
-    )
-    from tui.remote import SshLinks, open_transport
-    from tui.remote.probe import probe_host
+    from tui.session.sessions import Sessions
 
-    label = service.label
-    links = SshLinks()
+    sessions = Sessions(long_lived=False, timeout=None, wait_timeout=args.timeout)
     try:
-        transport = open_transport(host, links)
-        (assessment,) = await probe_host(transport, host, [service])
-        if args.replace and assessment.run is not None:
-            target = KillTarget.of(assessment.run, assessment.boot_id or "", service)
-            say(args.json, "progress", f"{label}: stopping pid {target.root_pid} first")
-            events = [
-                e
-                async for e in kill_run(
-                    transport,
-                    target,
-                    grace=args.grace if args.grace is not None else service.stop_grace,
+        session = sessions.session(host, service)
+        fresh = session.fresh
+        actions = session.actions("cli")
+        if args.replace:
+            seen = await fresh()
+            grace = args.grace if args.grace is not None else service.stop_grace
+            steps = actions.replace(seen.run, seen.boot_id, fresh, grace=grace, wait=args.wait)
+        else:
+            steps = actions.relaunch(fresh, wait=args.wait)
+        status = NOT_DONE
+        async for step in steps:
+            if isinstance(step, Planned):
+                say(
+                    args.json,
+                    "progress",
+                    f"{service.label}: stopping pid {step.target.root_pid} first",
                 )
-            ]
-            outcome = outcome_of(events)
-            summary = outcome.summary(target, service.port)
-            audit(
-                host,
-                service,
-                "kill",
-                identity={"pid": target.root_pid},
-                command=None,
-                result=summary,
-                ok=outcome.ok,
-            )
-            say(args.json, "progress", f"{label}: {summary}")
-            if not outcome.ok:
-                return 1
-            (assessment,) = await probe_host(transport, host, [service])
-        try:
-            check_preconditions(
-                service, assessment, await preflight(transport, service), replacing=False
-            )
-            launched = await launch(transport, service)
-        except LaunchRefused as error:
-            audit(
-                host,
-                service,
-                "relaunch",
-                identity=None,
-                command=None,
-                result=error.message,
-                ok=False,
-            )
-            raise
-        command = command_text(launched.argv)
-        moved = f"; old log renamed to {launched.rotated_to}" if launched.rotated_to else ""
-        say(
-            args.json,
-            "launched",
-            f"{label}: started pid {launched.pid}: {command}{moved}",
-            pid=launched.pid,
-            run_id=launched.run_id,
-            inode=launched.inode,
-            offset=launched.launch_offset,
-            rotated_to=launched.rotated_to,
-        )
-        identity = {
-            "boot_id": launched.boot_id,
-            "pid": launched.pid,
-            "start_ticks": launched.start_ticks,
-            "run_id": launched.run_id,
-        }
-        audit(
-            host,
-            service,
-            "relaunch",
-            identity=identity,
-            command=list(launched.argv),
-            result=f"started pid {launched.pid}",
-            ok=True,
-        )
-        if not args.wait:
-            return 0
-        async for step in wait_ready(transport, service, launched, timeout=args.timeout):
-            if isinstance(step, WaitProgress):
+            elif isinstance(step, Launched):
+                _say_launched(args.json, service, step)
+            elif isinstance(step, WaitProgress):
                 last = f" — {step.last_line}" if step.last_line else ""
                 say(
                     args.json,
                     "waiting",
-                    f"{label}: {step.elapsed:.0f} s, {step.phase}{last}",
+                    f"{service.label}: {step.elapsed:.0f} s, {step.phase}{last}",
                     elapsed=round(step.elapsed, 1),
                     phase=step.phase,
                 )
-            elif isinstance(step, WaitResult):
-                if step.ready:
-                    say(
-                        args.json,
-                        "ready",
-                        f"{label}: {step.reason} ({step.elapsed:.1f} s)",
-                        ok=True,
-                    )
-                    return 0
-                tail = "\n".join(step.last_lines)
-                say(
-                    args.json,
-                    "failed",
-                    f"{label}: {step.reason}\n{tail}",
-                    ok=False,
-                    last_lines=step.last_lines,
-                )
-                audit(
-                    host,
-                    service,
-                    "wait",
-                    identity=identity,
-                    command=None,
-                    result=step.reason,
-                    ok=False,
-                )
-                return 1
-        return 1
+            elif isinstance(step, Finished):
+                status = _say_finished(args.json, service, step)
+        return status
     finally:
-        await links.close()
+        await sessions.close()
+
+
+def _say_launched(json_out: bool, service: Service, launched: Launched) -> None:
+    command = command_text(launched.argv)
+    moved = f"; old log renamed to {launched.rotated_to}" if launched.rotated_to else ""
+    say(
+        json_out,
+        "launched",
+        f"{service.label}: started pid {launched.pid}: {command}{moved}",
+        pid=launched.pid,
+        run_id=launched.run_id,
+        inode=launched.inode,
+        offset=launched.launch_offset,
+        rotated_to=launched.rotated_to,
+    )
+
+
+def _say_finished(json_out: bool, service: Service, finished: Finished) -> int:
+    """Say how a step of the relaunch ended; the verb's exit status if it is the last."""
+    label = service.label
+    if finished.action == "kill":  # the replace's kill: the relaunch follows when it is ok
+        say(json_out, "progress", f"{label}: {finished.result}")
+        return finished.exit_status
+    result = finished.wait
+    if result is None or finished.action == "replace":
+        return finished.exit_status
+    if result.ready:
+        say(json_out, "ready", f"{label}: {result.reason} ({result.elapsed:.1f} s)", ok=True)
+    else:
+        tail = "\n".join(result.last_lines)
+        say(
+            json_out,
+            "failed",
+            f"{label}: {result.reason}\n{tail}",
+            ok=False,
+            last_lines=result.last_lines,
+        )
+    return finished.exit_status

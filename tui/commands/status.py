@@ -11,14 +11,17 @@ import argparse
 import asyncio
 import json
 from collections.abc import Sequence
-from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING
 
 from tui.cli import add_config_option, add_json_option
-from tui.config import Config, Host, MetricsSource, Service, load_config
-from tui.core.report import ServiceReport
-from tui.core.runs import Assessment, exit_status
+from tui.config import Config, Host, MetricsSource, Service
+from tui.core.report import ServiceReport, status_json
 from tui.core.sanitize import printable
-from tui.core.secrets import redact_argv
+from tui.core.verdicts import worst_exit_status
+from tui.hostsfile import load_config
+
+if TYPE_CHECKING:
+    from tui.session.sessions import Sessions
 
 #: Seconds between the two /metrics readings of a ``metrics: prometheus`` service.
 SCRAPE_GAP = 1.0
@@ -60,147 +63,53 @@ def select(config: Config, targets: Sequence[str]) -> list[tuple[Host, list[Serv
 def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     reports = asyncio.run(gather_reports(select(config, [] if args.all else args.targets)))
-    assessments = [r.assessment for r in reports]
     if args.json:
-        data = to_json(assessments)
-        for entry, report in zip(data["services"], reports, strict=True):  # type: ignore[call-overload]
-            entry.update(report.to_json())
-        print(json.dumps(data, indent=2))
+        print(json.dumps(status_json(reports), indent=2))
     else:
-        print(render(assessments, reports), end="")
-    return exit_status(assessments)
+        print(render(reports), end="")
+    return worst_exit_status(r.verdict for r in reports)
 
 
-async def gather(selection: list[tuple[Host, list[Service]]]) -> list[Assessment]:
-    """Verdicts only: one probe round trip per host, all hosts at once."""
-    from tui.remote import SshLinks, open_transport
-    from tui.remote.probe import probe_host
+async def gather_reports(
+    selection: list[tuple[Host, list[Service]]], sessions: Sessions | None = None
+) -> list[ServiceReport]:
+    """Each service's report from its session, probed once; all hosts at the same time.
 
-    links = SshLinks()
-    try:
-        results = await asyncio.gather(
-            *(
-                probe_host(open_transport(host, links), host, services)
-                for host, services in selection
-            )
-        )
-    finally:
-        await links.close()
-    return [a for group in results for a in group]
+    Hosts with ``metrics: prometheus`` services are asked twice, :data:`SCRAPE_GAP`
+    apart: vLLM's throughput and acceptance are counters, and a rate needs two
+    readings."""
+    from tui.session.sessions import Sessions
 
-
-async def gather_reports(selection: list[tuple[Host, list[Service]]]) -> list[ServiceReport]:
-    """Verdicts with metrics, launch diffs, GPUs and hints; one round trip per host, and
-    for hosts with ``metrics: prometheus`` services one more, :data:`SCRAPE_GAP` before:
-    vLLM's throughput and acceptance are counters, and a rate needs two readings."""
-    from tui.core.metrics import PrometheusReaders
-    from tui.remote import SshLinks, open_transport
-    from tui.remote.probe import report_host
-
-    links = SshLinks()
-    readers = PrometheusReaders()
+    own = sessions is None
+    sessions = sessions if sessions is not None else Sessions(long_lived=False, timeout=None)
 
     async def one(host: Host, services: list[Service]) -> list[ServiceReport]:
-        transport = open_transport(host, links)
-        scraped = [s for s in services if s.metrics is MetricsSource.PROMETHEUS]
-        if scraped:
-            await report_host(
-                transport, host, scraped, tail_bytes=0, gpus=False, scrape=True, prometheus=readers
-            )
+        watch = sessions.watch(host)
+        await watch.refresh(services)
+        if any(s.metrics is MetricsSource.PROMETHEUS for s in services):
             await asyncio.sleep(SCRAPE_GAP)
-        return await report_host(transport, host, services, prometheus=readers)
+            await watch.refresh(services)
+        now = sessions.clock()
+        return [sessions.session(host, s).report(now) for s in services]
 
     try:
         results = await asyncio.gather(*(one(host, services) for host, services in selection))
     finally:
-        await links.close()
+        if own:
+            await sessions.close()
     return [r for group in results for r in group]
 
 
-def render(
-    assessments: Sequence[Assessment], reports: Sequence[ServiceReport] | None = None
-) -> str:
-    if not assessments:
+def render(reports: Sequence[ServiceReport]) -> str:
+    """One line per service (its verdict and why), and its hints under it."""
+    if not reports:
         return "no services in hosts.yaml\n"
-    width = max(len(f"{a.host}/{a.service}") for a in assessments)
+    width = max(len(f"{r.assessment.host}/{r.assessment.service}") for r in reports)
     lines = []
-    for index, a in enumerate(assessments):
+    for report in reports:
+        a = report.assessment
         name = f"{a.host}/{a.service}"
-        lines.append(
-            f"{name:<{width}}  {a.verdict.name.replace('_', '-'):<9}  {printable(a.summary)}"
-        )
-        if reports is not None:
-            for hint in reports[index].hints:
-                lines.append(f"{'':<{width}}  hint: {printable(hint.message)}")
+        lines.append(f"{name:<{width}}  {a.verdict.word:<9}  {printable(a.summary)}")
+        for hint in report.hints:
+            lines.append(f"{'':<{width}}  hint: {printable(hint.message)}")
     return "\n".join(lines) + "\n"
-
-
-def _iso(ts: float | None, offset: int) -> str | None:
-    if ts is None:
-        return None
-    return datetime.fromtimestamp(ts, timezone(timedelta(seconds=offset))).isoformat(
-        timespec="seconds"
-    )
-
-
-def to_json(assessments: Sequence[Assessment]) -> dict[str, object]:
-    services = []
-    for a in assessments:
-        offset = a.utc_offset
-        process = None
-        if a.run is not None:
-            process = {
-                "pid": a.run.root.pid,
-                "started_at": _iso(a.run.root.start_time, offset),
-                "boot_id": a.boot_id,
-                "start_ticks": a.run.root.start_ticks,
-                "cmdline": list(redact_argv(a.run.root.cmdline)),
-                "pids": list(a.run.pids),
-            }
-        log = None
-        if a.log is not None:
-            writer = None
-            if (
-                a.run is not None
-                and a.log.exists
-                and a.run.writes(a.log.dev or 0, a.log.inode or 0)
-            ):
-                writer = next(
-                    p.pid
-                    for p in a.run.processes
-                    if any(
-                        f.write and (f.dev, f.inode) == (a.log.dev, a.log.inode)
-                        for f in p.files or ()
-                    )
-                )
-            log = {
-                "path": a.log.path,
-                "exists": a.log.exists,
-                "dev": a.log.dev,
-                "inode": a.log.inode,
-                "size": a.log.size,
-                "mtime": _iso(a.log.mtime, offset),
-                "written_by_pid": writer,
-                "problem": a.log.problem,
-            }
-        ready = {"seen": None, "at": None, "source": None}
-        if a.ready is not None:
-            ready = {
-                "seen": a.ready.seen,
-                "at": _iso(a.ready.at, offset),
-                "source": a.ready.source,
-                "anchor": a.ready.anchor,
-            }
-        services.append(
-            {
-                "host": a.host,
-                "service": a.service,
-                "verdict": a.verdict.value,
-                "summary": a.summary,
-                "process": process,
-                "log": log,
-                "ready": ready,
-                "checked_at": _iso(a.checked_at, offset),
-            }
-        )
-    return {"schema": 1, "services": services}

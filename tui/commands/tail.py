@@ -25,15 +25,17 @@ from typing import TYPE_CHECKING, TextIO
 
 from tui.cli import add_config_option, add_json_option
 from tui.commands.ui import resolve
-from tui.config import Host, Service, load_config
+from tui.config import Host, Service
 from tui.core.follow import Start
 from tui.core.logcursor import EventKind, EventRow, LogEvent, LogLine, Row
-from tui.core.runs import Assessment, Verdict
+from tui.core.runs import Assessment
 from tui.core.sanitize import printable
+from tui.core.verdicts import Verdict
 from tui.errors import BabysitError
+from tui.hostsfile import load_config
 
 if TYPE_CHECKING:
-    from tui.remote.transport import Transport
+    from tui.session.service import ServiceSession
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -86,16 +88,17 @@ async def _tail(
     host: Host, service: Service, start: Start, args: argparse.Namespace, printer: Printer
 ) -> bool:
     """Print rows until the end (or forever with -f); whether a file was ever shown."""
-    from tui.remote import SshLinks, open_transport
     from tui.remote.follow import Follower
+    from tui.session.sessions import Sessions
 
-    links = SshLinks()
-    transport = open_transport(host, links)
+    sessions = Sessions(long_lived=False, timeout=None)
+    transport = sessions.transport(host)
+    session = sessions.session(host, service)
     # Not with --pid: the user follows a writer already.
     said = (
         None
         if args.pid is not None
-        else asyncio.create_task(_say_writer(transport, host, service, printer))
+        else asyncio.create_task(_say_writer(session, service, printer))
     )
     try:
         follower = Follower(
@@ -116,15 +119,13 @@ async def _tail(
             said.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await said
-        await links.close()
+        await sessions.close()
 
 
-async def _say_writer(transport: Transport, host: Host, service: Service, printer: Printer) -> None:
+async def _say_writer(session: ServiceSession, service: Service, printer: Printer) -> None:
     """Probe once; if the run writes another file than the one at the path, say so."""
-    from tui.remote.probe import probe_host
-
     try:
-        (assessment,) = await probe_host(transport, host, [service])
+        assessment = await session.fresh()
     except BabysitError:
         return  # the follower says what is wrong with the host
     row = writer_note(assessment, service)
@@ -141,7 +142,7 @@ def writer_note(a: Assessment, service: Service) -> EventRow | None:
     if pid is not None:
         follow = shlex.join(["babysit", "tail", service.label, "--pid", str(pid)])
         message += f"; to follow what pid {pid} writes: {follow}"
-    data: dict[str, object] = {"verdict": a.verdict.name.replace("_", "-"), "pid": pid}
+    data: dict[str, object] = {"verdict": a.verdict.word, "pid": pid}
     if a.writer_file is not None:
         data["writer_inode"] = a.writer_file.inode
         data["writer_deleted"] = a.writer_file.deleted

@@ -21,11 +21,12 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from tui.cli import VERBS, add_config_option
-from tui.config import CONFIG_ENV, Config, Host, Service, find_config, load_config
+from tui.config import Config, Host, Service
 from tui.errors import ConfigError, UsageError
+from tui.hostsfile import CONFIG_ENV, find_config, load_config
 
 if TYPE_CHECKING:  # the fleet screen loads textual; `babysit --help` must not
-    from tui.app.screens.fleet import Fleet
+    from tui.app.fleet_rows import Fleet
 
 USAGE = "babysit [HOST [SERVICE] | HOST/SERVICE | HOST|GROUP ...] [--read-only] [--config FILE]"
 DESCRIPTION = (
@@ -99,7 +100,7 @@ def _is_target(config: Config, word: str) -> bool:
 
 def choose(config: Config, names: Sequence[str]) -> tuple[Host, Service] | Fleet:
     """What ``names`` ask for: one service's host screen, or a fleet (see the module doc)."""
-    from tui.app.screens.fleet import Fleet
+    from tui.app.fleet_rows import Fleet
     from tui.commands.status import select
 
     words = list(names)
@@ -132,16 +133,10 @@ def choose(config: Config, names: Sequence[str]) -> tuple[Host, Service] | Fleet
 
 def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
-    chosen = choose(config, args.names)
-    from tui.app.app import BabysitApp
-    from tui.app.screens.fleet import Fleet
+    choose(config, args.names)  # a mistake is said before the screen opens
+    from tui.app.app import make_app
 
-    if isinstance(chosen, Fleet):
-        host, services = chosen.targets[0]
-        app = BabysitApp(host, services[0], fleet=chosen, read_only=args.read_only)
-    else:
-        host, service = chosen
-        app = BabysitApp(host, service, read_only=args.read_only)
+    app = make_app(config, args.names, read_only=args.read_only)
     app.run()
     return app.return_code or 0
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 class ArgsHead:
     """The text that starts the line where a server prints the arguments it runs with.
 
-    ``form`` is the :class:`tui.core.launch.ReportedFormat` value the line is read as.
+    ``form`` is the :class:`tui.core.launch.reported.ReportedFormat` value the line is read as.
     """
 
     engine: str

@@ -1,6 +1,6 @@
 """Decoding the agent's output: JSON header lines, each optionally followed by raw bytes.
 
-See ``tui/remote/agent.py`` for the frames and their fields. The decoder holds
+See ``tui/agent/__init__.py`` for the frames and their fields. The decoder holds
 at most one partial frame, whatever the chunking of the stream.
 """
 
@@ -13,7 +13,7 @@ from tui.core.sanitize import printable_bytes
 
 #: A header longer than this is not a header: the stream is corrupt.
 MAX_HEADER = 64 * 1024
-#: The agent sends at most 256 KiB of log bytes a frame (agent.py: CHUNK); a header that
+#: The agent sends at most 256 KiB of log bytes a frame (tui/agent/follow.py: CHUNK); a header that
 #: announces more than this is not one of its frames.
 MAX_PAYLOAD = 16 * 1024 * 1024
 

@@ -1,8 +1,9 @@
 """GPU telemetry from nvidia-smi's CSV, and which GPU memory belongs to a service.
 
-The transport runs :data:`GPU_QUERY` and :data:`APPS_QUERY` on the host (every
-2 s by default) and hands the exit status and output here. Nothing here runs
-anything.
+The probe agent runs :data:`GPU_QUERY` and :data:`APPS_QUERY` on the host, once per
+probe, and hands the exit status and output here. Nothing here runs anything. The
+agent imports only the stdlib, so it spells the queries itself; a test holds its
+spelling to these.
 
 Invariants:
 
@@ -26,7 +27,7 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from tui.core.metrics import Metric
+from tui.core.metrics.model import Metric
 
 GPU_FIELDS = (
     "index",
@@ -51,7 +52,6 @@ APPS_QUERY = (
     f"--query-compute-apps={','.join(APPS_FIELDS)}",
     "--format=csv,noheader,nounits",
 )
-DEFAULT_INTERVAL = 2.0
 
 _UNIT = re.compile(r"\s*(?:W|MiB|%|C|MHz)$")
 _HEADER_UNIT = re.compile(r"\s*\[[^\]]*\]$")

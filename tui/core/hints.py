@@ -3,7 +3,7 @@
 A hint is a suggestion, never a verdict: it names the rule, says in plain
 words what may be wrong and where to look, and lists the facts it rests on
 (values, ages, runs, log offsets) so a person can check them. Each rule is a
-pure function of a :class:`~tui.core.metrics.ServiceMetrics` snapshot (the
+pure function of a :class:`~tui.core.metrics.series.ServiceMetrics` snapshot (the
 current run only), the launch diff, the GPUs and what is known of requests; a
 rule with too little data stays quiet.
 
@@ -34,8 +34,9 @@ from dataclasses import dataclass
 
 from tui.core.engines import death_lines
 from tui.core.gpu import ServiceGpus
-from tui.core.launch import LaunchDiff, reported_speculative
-from tui.core.metrics import Metric, SeriesPoint, ServiceMetrics, Unit
+from tui.core.launch.diff import LaunchDiff, reported_speculative
+from tui.core.metrics.model import Metric, Unit
+from tui.core.metrics.series import SeriesPoint, ServiceMetrics
 
 
 class HintRule(enum.Enum):

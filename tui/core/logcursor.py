@@ -28,7 +28,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from tui.core.sanitize import clean_bytes
+from tui.core.lines import line_text
 
 MAX_LINE_BYTES = 64 * 1024
 DEFAULT_MAX_LINES = 20_000
@@ -259,10 +259,7 @@ class LineSplitter:
 
     def _emit(self, now: float, *, size: int, cut: bool = False, complete: bool = True) -> LogLine:
         dev, inode = self._file  # type: ignore[misc]
-        raw = bytes(self._pending)
-        if raw.endswith(b"\r"):
-            raw = raw[:-1]
-        text = clean_bytes(raw) + (CUT_MARKER if cut else "")
+        text = line_text(bytes(self._pending)) + (CUT_MARKER if cut else "")
         line = LogLine(text, dev, inode, self._start, size, now, cut=cut, complete=complete)
         self._start += size
         self._pending.clear()

@@ -1,37 +1,50 @@
-"""Everything babysit says about one service, from one probe: verdict, metrics, launch, GPUs, hints.
+"""Everything babysit says about one service at an instant, and the one pipeline that makes it.
 
-:func:`build_report` is pure. It reads only what the probe brought back (the
-log's tail, the run's printed args line, nvidia-smi's CSV) and the service's
-configuration, so ``babysit status --json`` and the screen say the same thing.
-Metric points from before this run's anchor are left out when the run writes
-the log; every value carries its age, and a value older than ``stale_after``
-is marked stale, never shown as current.
+:class:`ServiceFacts` is the only place where a service's log lines, /metrics
+pages and nvidia-smi readings become series, a launch diff, GPU use and hints.
+It lives as long as the service is watched: the host screen feeds it the lines
+its follower reads, the fleet and ``babysit status`` the tails their probes bring
+back, and each asks it for a :class:`ServiceReport` — one immutable value that
+every view renders and ``status --json`` serialises with :meth:`ServiceReport.to_json`.
+
+Metric points from before this run's anchor are left out when the run writes the
+log; every value carries its age, and a value older than ``stale_after`` is
+marked stale, never shown as current. A line is fed once: lines already read (by
+the follower or an earlier tail) are skipped by their file and offset.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING
 
 from tui.core.gpu import ServiceGpus, attribute, gpu_values, read_apps, read_gpus
 from tui.core.hints import DeathWatch, Hint, hints
-from tui.core.launch import LaunchDiff, launch_diff, parse_reported
-from tui.core.metrics import (
-    Engine,
-    LogScanner,
-    MetricSample,
-    PrometheusReaders,
-    RunEvent,
-    RunEventKind,
-    SeriesStore,
-    ServiceMetrics,
-)
+from tui.core.launch.diff import LaunchDiff, launch_diff
+from tui.core.launch.reported import parse_reported
+from tui.core.lines import whole_lines
+from tui.core.logcursor import LogLine
+from tui.core.metrics.boundaries import LogScanner, RunEvent, RunEventKind
+from tui.core.metrics.model import Engine, MetricSample
+from tui.core.metrics.prometheus import PrometheusReaders
+from tui.core.metrics.series import SeriesStore, ServiceMetrics
 from tui.core.runs import Assessment
-from tui.core.sanitize import clean_bytes
+from tui.core.secrets import redact_argv
+from tui.core.verdicts import Verdict
+
+if TYPE_CHECKING:
+    from tui.config import Service
 
 #: How old a metric may be before it is shown as stale (vLLM logs every 10 s).
 DEFAULT_STALE_AFTER = 30.0
+#: Files whose read offsets a service's facts remember (the log and its recent copies).
+FILES_REMEMBERED = 8
+
+#: The version of ``babysit status --json``'s envelope.
+SCHEMA = 1
 
 
 @dataclass(frozen=True)
@@ -48,6 +61,8 @@ class ProbeDetails:
 
 @dataclass(frozen=True)
 class ServiceReport:
+    """One service at one instant: the verdict and the facts it rests on, with their ages."""
+
     assessment: Assessment
     metrics: ServiceMetrics | None
     launch: LaunchDiff | None
@@ -57,7 +72,15 @@ class ServiceReport:
     #: its counters gave since the previous scrape of this run (see PrometheusReaders).
     prometheus_sample: MetricSample | None = None
 
+    @property
+    def verdict(self) -> Verdict:
+        return self.assessment.verdict
+
     def to_json(self) -> dict[str, object]:
+        """This service's entry in ``babysit status --json``."""
+        return {**assessment_json(self.assessment), **self.facts_json()}
+
+    def facts_json(self) -> dict[str, object]:
         return {
             "metrics": self.metrics.to_json() if self.metrics is not None else None,
             "launch": self.launch.to_json() if self.launch is not None else None,
@@ -66,110 +89,283 @@ class ServiceReport:
         }
 
 
-def run_writes_log(assessment: Assessment) -> bool:
-    """Whether the assessed run writes the file now at the log's path."""
-    run, log = assessment.run, assessment.log
-    return (
-        run is not None
-        and log is not None
-        and log.exists
-        and run.writes(log.dev or 0, log.inode or 0)
+def status_json(reports: Iterable[ServiceReport]) -> dict[str, object]:
+    """The whole of ``babysit status --json``."""
+    return {"schema": SCHEMA, "services": [r.to_json() for r in reports]}
+
+
+def _iso(ts: float | None, offset: int) -> str | None:
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, timezone(timedelta(seconds=offset))).isoformat(
+        timespec="seconds"
     )
 
 
-def log_lines(details: ProbeDetails, since: int | None) -> list[tuple[str, int]]:
-    """Whole lines of the tail with their offsets, none before ``since``."""
-    if details.tail_offset is None or not details.tail:
-        return []
-    data = details.tail
-    offset = details.tail_offset
-    if offset > 0:  # the first line is cut: skip to the first newline
-        cut = data.find(b"\n")
-        if cut < 0:
-            return []
-        data, offset = data[cut + 1 :], offset + cut + 1
-    lines = []
-    for raw in data.split(b"\n")[:-1]:
-        if since is None or offset >= since:
-            lines.append((clean_bytes(raw.rstrip(b"\r")), offset))
-        offset += len(raw) + 1
-    return lines
+def assessment_json(a: Assessment) -> dict[str, object]:
+    """The verdict and the facts it rests on, in the host's own clock."""
+    offset = a.utc_offset
+    process = None
+    if a.run is not None:
+        process = {
+            "pid": a.run.root.pid,
+            "started_at": _iso(a.run.root.start_time, offset),
+            "boot_id": a.boot_id,
+            "start_ticks": a.run.root.start_ticks,
+            "cmdline": list(redact_argv(a.run.root.cmdline)),
+            "pids": list(a.run.pids),
+        }
+    log = None
+    if a.log is not None:
+        log = {
+            "path": a.log.path,
+            "exists": a.log.exists,
+            "dev": a.log.dev,
+            "inode": a.log.inode,
+            "size": a.log.size,
+            "mtime": _iso(a.log.mtime, offset),
+            "written_by_pid": a.log_writer,
+            "problem": a.log.problem,
+        }
+    ready: dict[str, object] = {"seen": None, "at": None, "source": None}
+    if a.ready is not None:
+        ready = {
+            "seen": a.ready.seen,
+            "at": _iso(a.ready.at, offset),
+            "source": a.ready.source,
+            "anchor": a.ready.anchor,
+        }
+    return {
+        "host": a.host,
+        "service": a.service,
+        "verdict": a.verdict.value,
+        "summary": a.summary,
+        "process": process,
+        "log": log,
+        "ready": ready,
+        "checked_at": _iso(a.checked_at, offset),
+    }
 
 
-def build_report(
-    assessment: Assessment,
-    details: ProbeDetails,
-    *,
-    engine: str,
-    intended: Sequence[str] | None,
-    gpu_indexes: Sequence[int] = (),
-    stale_after: float = DEFAULT_STALE_AFTER,
-    prometheus: PrometheusReaders | None = None,
-    log_metrics: bool = True,
-) -> ServiceReport:
-    """The service's metrics, launch diff, GPUs and hints, from one probe.
+class ServiceFacts:
+    """What babysit has read of one service while it is watched, and the report it makes.
 
-    Rates from /metrics counters (vLLM's throughput, acceptance) need the previous
-    scrape of the same run: pass the ``prometheus`` readers that live as long as the
-    service is watched; without them this one reading gives gauges only.
-    ``log_metrics`` False (``metrics: prometheus``): the log's metric lines are not
-    series (the page is); its run boundaries still count."""
-    now = assessment.checked_at
-    run = assessment.run
-    writes_log = run_writes_log(assessment)
-    anchor = run.ready.anchor if writes_log and run is not None and run.ready else None
-    metrics_engine = Engine.of(engine) if engine in ("sglang", "vllm") else None
-    scanner = LogScanner(metrics_engine)
-    store = SeriesStore()
-    name = assessment.service
-    deaths = DeathWatch(engine)
-    for text, offset in log_lines(details, anchor):
-        found = scanner.feed(text, offset)
-        deaths.feed(text, offset)
-        if isinstance(found, RunEvent) and found.kind is RunEventKind.STARTED:
-            deaths.new_run()
-            store.begin_run(name, found.run)
-        elif isinstance(found, MetricSample) and log_metrics:
-            store.add_sample(name, found, utc_offset=assessment.utc_offset)
+    Feed it log lines (:meth:`feed`, each line once: a line at or before the last
+    offset read of its file is skipped) and probe answers (:meth:`observe`); ask it
+    for a :class:`ServiceReport` (:meth:`report`). Rates from /metrics counters
+    (vLLM's throughput, acceptance) come from the previous scrape of the same run,
+    kept here. ``log_metrics`` False (``metrics: prometheus``): the log's metric
+    lines are not series (the page is); its run boundaries still count.
+    """
 
-    sample = None
-    if details.prometheus is not None:
-        stamp = datetime.fromtimestamp(now, timezone(timedelta(seconds=assessment.utc_offset)))
-        readers = prometheus if prometheus is not None else PrometheusReaders()
+    def __init__(
+        self,
+        host: str,
+        name: str,
+        *,
+        engine: str,
+        intended: Sequence[str] | None,
+        gpu_indexes: Sequence[int] = (),
+        stale_after: float = DEFAULT_STALE_AFTER,
+        prometheus: PrometheusReaders | None = None,
+        log_metrics: bool = True,
+    ) -> None:
+        self.host = host
+        self.name = name
+        self.engine = engine
+        self.intended = None if intended is None else list(intended)
+        self.gpu_indexes = tuple(gpu_indexes)
+        self.stale_after = stale_after
+        self.log_metrics = log_metrics
+        self._metrics_engine = Engine.of(engine) if engine in ("sglang", "vllm") else None
+        self._scanner = LogScanner(self._metrics_engine)
+        self._deaths = DeathWatch(engine)
+        self._store = SeriesStore()
+        self._readers = prometheus if prometheus is not None else PrometheusReaders()
+        #: Per file (dev, inode): the offset past the last line fed.
+        self._read_to: OrderedDict[tuple[int, int], int] = OrderedDict()
+        self._assessment: Assessment | None = None
+        #: The host's offset from UTC, from its latest real answer (None before any).
+        self.utc_offset: int | None = None
+        #: The run the latest answer named: (boot id, pid, start ticks).
+        self._run_identity: tuple[object, ...] | None = None
+        #: This run's anchor in its log file: ((dev, inode), offset), when the run writes it.
+        self._anchor: tuple[tuple[int, int], int] | None = None
+        self._launch: LaunchDiff | None = None
+        self._gpus: ServiceGpus | None = None
+        self._sample: MetricSample | None = None
+
+    @classmethod
+    def of(
+        cls,
+        host: str,
+        service: Service,
+        *,
+        stale_after: float = DEFAULT_STALE_AFTER,
+        prometheus: PrometheusReaders | None = None,
+    ) -> ServiceFacts:
+        from tui.config import MetricsSource
+
+        return cls(
+            host,
+            service.name,
+            engine=service.engine.value,
+            intended=list(service.launch.command) if service.launch else None,
+            gpu_indexes=service.gpus,
+            stale_after=stale_after,
+            prometheus=prometheus,
+            log_metrics=service.metrics is MetricsSource.LOG,
+        )
+
+    def _forget_read(self, assessment: Assessment) -> None:
+        """Read marks that no longer hold: a file cut below what was read (``> log``,
+        copytruncate), or another run of the service (its lines may sit at offsets
+        read before, in a file cut and written again)."""
+        run, log = assessment.run, assessment.log
         identity = (assessment.boot_id, run.root.pid, run.root.start_ticks) if run else None
-        reader = readers.reader(assessment.host, name, identity)
-        sample = reader.read(
-            details.prometheus, stamp.replace(tzinfo=None), run=store.current_run(name)
-        )
-        if sample is not None:
-            store.add_sample(name, sample, utc_offset=assessment.utc_offset)
+        if identity is not None and identity != self._run_identity:
+            if self._run_identity is not None:
+                self._read_to.clear()
+            self._run_identity = identity
+        if log is not None and log.dev is not None and log.inode is not None:
+            key = (log.dev, log.inode)
+            if log.size is not None and self._read_to.get(key, 0) > log.size:
+                del self._read_to[key]
 
-    gpus = None
-    if details.gpu_csv is not None:
-        csv = details.gpu_csv
-        query = read_gpus(
-            _int(csv.get("gpus_status")),
-            str(csv.get("gpus") or ""),
-            str(csv.get("gpus_error") or ""),
-        )
-        apps = read_apps(
-            _int(csv.get("apps_status")),
-            str(csv.get("apps") or ""),
-            str(csv.get("apps_error") or ""),
-            read_at=_float(csv.get("apps_at")),
-        )
-        gpus = attribute(query, apps, run.pids if run else (), gpu_indexes)
-        for label, values in gpu_values(gpus.gpus).items():
-            store.add_values(name, values, ts=now, run=store.current_run(name), label=label)
+    def file_cut(self, inode: int) -> None:
+        """The file of ``inode`` was cut (a follower saw it): its lines are read afresh."""
+        for key in [key for key in self._read_to if key[1] == inode]:
+            del self._read_to[key]
 
-    metrics = store.snapshot(name, now=now, stale_after=stale_after)
-    launch = None
-    if run is not None:
-        reported = parse_reported(details.args_line) if details.args_line else None
-        launch = launch_diff(intended, list(run.root.cmdline), reported, engine=metrics_engine)
-    death = deaths.line(running=writes_log)
-    found_hints = tuple(hints(metrics, launch=launch, gpus=gpus, death=death))
-    return ServiceReport(assessment, metrics, launch, gpus, found_hints, sample)
+    @property
+    def assessment(self) -> Assessment | None:
+        """The verdict of the latest probe answer observed."""
+        return self._assessment
+
+    # ------------------------------------------------------------------ lines
+
+    def feed(
+        self, text: str, dev: int, inode: int, offset: int, size: int, *, utc_offset: int
+    ) -> bool:
+        """One log line of file (dev, inode) at ``offset``; whether it gave a metric sample."""
+        key = (dev, inode)
+        if offset < self._read_to.get(key, 0):
+            return False  # read before (by the follower or an earlier tail)
+        if self._anchor is not None and key == self._anchor[0] and offset < self._anchor[1]:
+            return False  # another run's line, above this run's anchor
+        self._read_to[key] = offset + size
+        self._read_to.move_to_end(key)
+        while len(self._read_to) > FILES_REMEMBERED:
+            self._read_to.popitem(last=False)
+        found = self._scanner.feed(text, offset)
+        self._deaths.feed(text, offset)
+        if isinstance(found, RunEvent) and found.kind is RunEventKind.STARTED:
+            self._deaths.new_run()
+            self._store.begin_run(self.name, found.run)
+        elif isinstance(found, MetricSample) and self.log_metrics:
+            return self._store.add_sample(self.name, found, utc_offset=utc_offset) > 0
+        return False
+
+    def feed_line(self, line: LogLine, *, utc_offset: int) -> bool:
+        """A followed line (:meth:`feed` of its text, file and offset)."""
+        return self.feed(
+            line.text, line.dev, line.inode, line.offset, line.size, utc_offset=utc_offset
+        )
+
+    # ------------------------------------------------------------------ probes
+
+    def observe(
+        self,
+        assessment: Assessment,
+        details: ProbeDetails,
+        followed: Iterable[LogLine] = (),
+    ) -> ServiceReport:
+        """One probe's answer: its verdict, the tail it read (from this run's anchor when
+        the run writes the log), its /metrics page and GPU readings; the report now.
+
+        ``followed``: lines a follower read that waited for this answer, fed after the
+        tail and before the readings of now (which belong to the latest run)."""
+        self._assessment = assessment
+        run = assessment.run
+        log = assessment.log
+        if log is not None:  # a real answer (an unknown one knows no clock of the host)
+            self.utc_offset = assessment.utc_offset
+            self._forget_read(assessment)
+        writes_log = assessment.writes_log
+        anchor = run.ready.anchor if writes_log and run is not None and run.ready else None
+        self._anchor = None
+        if anchor is not None and log is not None and log.dev is not None and log.inode is not None:
+            self._anchor = ((log.dev, log.inode), anchor)
+        if log is not None and log.exists and log.dev is not None and log.inode is not None:
+            lines = whole_lines(details.tail, details.tail_offset, anchor)
+            # The end of the tail's last whole line: where the next line read begins.
+            end = (details.tail_offset or 0) + details.tail.rfind(b"\n") + 1
+            for index, (text, offset) in enumerate(lines):
+                after = lines[index + 1][1] if index + 1 < len(lines) else end
+                self.feed(
+                    text,
+                    log.dev,
+                    log.inode,
+                    offset,
+                    after - offset,
+                    utc_offset=assessment.utc_offset,
+                )
+        for line in followed:
+            self.feed_line(line, utc_offset=self.utc_offset or 0)
+        now = assessment.checked_at
+        self._sample = None
+        if details.prometheus is not None:
+            stamp = datetime.fromtimestamp(now, timezone(timedelta(seconds=assessment.utc_offset)))
+            identity = (assessment.boot_id, run.root.pid, run.root.start_ticks) if run else None
+            reader = self._readers.reader(assessment.host, self.name, identity)
+            sample = reader.read(
+                details.prometheus,
+                stamp.replace(tzinfo=None),
+                run=self._store.current_run(self.name) or 0,
+            )
+            if sample is not None:
+                self._store.add_sample(self.name, sample, utc_offset=assessment.utc_offset)
+                self._sample = sample
+        self._gpus = None
+        if details.gpu_csv is not None:
+            self._gpus = _gpus(details.gpu_csv, run.pids if run else (), self.gpu_indexes)
+            current = self._store.current_run(self.name) or 0
+            for label, values in gpu_values(self._gpus.gpus).items():
+                self._store.add_values(self.name, values, ts=now, run=current, label=label)
+        self._launch = None
+        if run is not None:
+            reported = parse_reported(details.args_line) if details.args_line else None
+            self._launch = launch_diff(
+                self.intended, list(run.root.cmdline), reported, engine=self._metrics_engine
+            )
+        return self.report(now)
+
+    def report(self, now: float) -> ServiceReport:
+        """The report at ``now``: the latest verdict, series aged to ``now``, the hints.
+
+        Before any probe answer the verdict is UNKNOWN (babysit has not asked yet)."""
+        a = self._assessment
+        if a is None:
+            from tui.core.runs import unknown
+
+            a = unknown(self.host, self.name, "not asked yet", now)
+        metrics = self._store.snapshot(self.name, now=now, stale_after=self.stale_after)
+        death = self._deaths.line(running=a.writes_log)
+        found = tuple(hints(metrics, launch=self._launch, gpus=self._gpus, death=death))
+        return ServiceReport(a, metrics, self._launch, self._gpus, found, self._sample)
+
+
+def _gpus(csv: Mapping[str, object], pids: Sequence[int], indexes: Sequence[int]) -> ServiceGpus:
+    query = read_gpus(
+        _int(csv.get("gpus_status")), str(csv.get("gpus") or ""), str(csv.get("gpus_error") or "")
+    )
+    apps = read_apps(
+        _int(csv.get("apps_status")),
+        str(csv.get("apps") or ""),
+        str(csv.get("apps_error") or ""),
+        read_at=_float(csv.get("apps_at")),
+    )
+    return attribute(query, apps, pids, indexes)
 
 
 def _int(value: object) -> int | None:

@@ -20,11 +20,7 @@ at the one place they enter babysit's data.
 
 from __future__ import annotations
 
-import contextlib
 import re
-import sys
-from collections.abc import Iterator
-from typing import TextIO
 
 #: The Unicode bidirectional controls: ALM, LRM, RLM, LRE RLE PDF LRO RLO, LRI RLI FSI PDI.
 BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
@@ -98,39 +94,7 @@ def _escape(match: re.Match[str]) -> str:
     return f"\\u{code:04x}"
 
 
-class PrintableStream:
-    """A text stream that passes on only printable text (see :func:`guarded_output`)."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-
-    def write(self, text: str) -> int:
-        if not text.isprintable():
-            text = UNSAFE_TEXT.sub(_json_escape, text)
-        return self.stream.write(text)
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self.stream, name)
-
-
-def _json_escape(match: re.Match[str]) -> str:
-    # \uXXXX reads as itself on a terminal and is a valid escape inside a JSON string,
-    # so the guard never breaks a --json document.
-    return f"\\u{ord(match.group()):04x}"
-
-
-@contextlib.contextmanager
-def guarded_output() -> Iterator[None]:
-    """While inside, everything written to ``sys.stdout`` and ``sys.stderr`` is printable.
-
-    The last line of defence of the CLI: host and config text is made printable
-    where it enters babysit's data, and this makes sure that a path which forgot
-    still cannot write an escape sequence or a bidi control to the terminal.
-    (The TUI writes to the terminal through Textual, which renders only our widgets.)
-    """
-    out, err = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = PrintableStream(out), PrintableStream(err)  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        sys.stdout, sys.stderr = out, err
+def json_escape(text: str) -> str:
+    """``text`` with every unsafe character as ``\\uXXXX``: it reads as itself on a
+    terminal and is a valid escape inside a JSON string."""
+    return UNSAFE_TEXT.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

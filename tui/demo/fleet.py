@@ -20,155 +20,29 @@ never by name or pattern. Its descendants (children it forked) go with it.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
-import shutil
 import signal
-import socket
-import stat
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import psutil
-
+from tui.demo.fleetprocs import Recorded, dies_with_parent, free_ports
+from tui.demo.fleetstate import FOLDER_PREFIX, DemoError, state_dir, stop_folder
 from tui.demo.stories import MODEL, READY_LINES, STORIES, Fate, Story
-from tui.errors import BabysitError
 from tui.procfs import boot_id, start_ticks
 
 #: The one host of the demo's hosts.yaml (not ``demo``: that is a verb).
 HOST = "lab"
-#: Environment variable naming the folder of pointers to running fleets.
-STATE_ENV = "BABYSIT_DEMO_STATE"
-FOLDER_PREFIX = "babysit-demo-"
 SCHEMA = 1
-#: Seconds between SIGTERM and SIGKILL when the fleet stops (sims stop in well under one).
-STOP_GRACE = 3.0
 #: How long staging waits for the servers to load, fail or get ready.
 STAGE_TIMEOUT = 20.0
-_PR_SET_PDEATHSIG = 1
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 _NVIDIA_SMI_SHIM = Path(__file__).resolve().parents[1] / "sim" / "nvidia-smi"
-
-
-class DemoError(BabysitError):
-    """The demo could not start or stop its fleet."""
-
-    title = "demo"
-
-
-# --------------------------------------------------------------------------- processes
-
-
-@dataclass(frozen=True)
-class Recorded:
-    """A process the demo started (or a relaunch of one of its services started)."""
-
-    name: str
-    pid: int
-    start_ticks: int
-    role: str = "service"
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "name": self.name,
-            "role": self.role,
-            "pid": self.pid,
-            "start_ticks": self.start_ticks,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, object]) -> Recorded:
-        return cls(
-            name=str(data["name"]),
-            pid=int(data["pid"]),  # type: ignore[call-overload]
-            start_ticks=int(data["start_ticks"]),  # type: ignore[call-overload]
-            role=str(data.get("role", "service")),
-        )
-
-    def verified(self) -> psutil.Process | None:
-        """The very process recorded, if it still runs (same pid *and* start time)."""
-        try:
-            process = psutil.Process(self.pid)
-        except psutil.Error:
-            return None
-        if start_ticks(self.pid) != self.start_ticks:
-            return None
-        return process
-
-
-def _gone(process: psutil.Process) -> bool:
-    """Exited (a zombie counts: it runs nothing and holds no port or file)."""
-    try:
-        return process.status() == psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return True
-
-
-def terminate(processes: Iterable[psutil.Process], grace: float = STOP_GRACE) -> int:
-    """SIGTERM each process, wait up to ``grace`` s, SIGKILL what is left. Returns how many
-    were signalled. psutil refuses to signal a pid that now belongs to another process."""
-    targets = [p for p in processes if not _gone(p)]
-    for process in targets:
-        with contextlib.suppress(psutil.Error):
-            process.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and not all(_gone(p) for p in targets):
-        time.sleep(0.02)
-    left = [p for p in targets if not _gone(p)]
-    for process in left:
-        with contextlib.suppress(psutil.Error):
-            process.send_signal(signal.SIGKILL)
-    deadline = time.monotonic() + 2.0
-    while time.monotonic() < deadline and not all(_gone(p) for p in left):
-        time.sleep(0.02)
-    return len(targets)
-
-
-def with_descendants(roots: Iterable[psutil.Process]) -> list[psutil.Process]:
-    found: dict[int, psutil.Process] = {}
-    for root in roots:
-        found[root.pid] = root
-        with contextlib.suppress(psutil.Error):
-            for child in root.children(recursive=True):
-                found.setdefault(child.pid, child)
-    return list(found.values())
-
-
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct TCP ports free on loopback right now."""
-    sockets: list[socket.socket] = []
-    try:
-        for _ in range(count):
-            sock = socket.socket()
-            sock.bind(("127.0.0.1", 0))
-            sockets.append(sock)
-        return [int(s.getsockname()[1]) for s in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-
-
-def _die_with_parent() -> Callable[[], None]:
-    """A ``preexec_fn``: the child gets SIGTERM when the demo dies, even by SIGKILL."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    parent = os.getpid()
-
-    def preexec() -> None:
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-        if os.getppid() != parent:  # the demo died before prctl took hold
-            os._exit(1)
-
-    return preexec
-
-
-# --------------------------------------------------------------------------- the fleet
 
 
 @dataclass
@@ -340,7 +214,7 @@ class Fleet:
                 cwd=self.folder,
                 env=env,
                 start_new_session=True,
-                preexec_fn=_die_with_parent() if die_with_parent else None,  # noqa: PLW1509 - spawned before any thread
+                preexec_fn=dies_with_parent() if die_with_parent else None,  # noqa: PLW1509 - spawned before any thread
             )
         except OSError as error:
             raise DemoError(f"cannot start the demo's {name}: {error}") from None
@@ -442,149 +316,6 @@ def _write_json(path: Path, data: object) -> None:
 
 
 # --------------------------------------------------------------------------- finding fleets
-
-
-def state_dir() -> Path:
-    """The folder of pointers to fleets: $BABYSIT_DEMO_STATE, else
-    $XDG_RUNTIME_DIR/babysit-demos, else $TMPDIR/babysit-<uid>-demos (named unlike a
-    fleet folder). Made private (0700); refused if it is a symlink or someone else's."""
-    explicit = os.environ.get(STATE_ENV)
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if explicit:
-        path = Path(explicit)
-    elif runtime and Path(runtime).is_dir():
-        path = Path(runtime) / "babysit-demos"
-    else:
-        path = Path(tempfile.gettempdir()) / f"babysit-{os.getuid()}-demos"
-    with contextlib.suppress(FileExistsError):
-        path.mkdir(mode=0o700, parents=True)
-    info = path.lstat()
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
-        raise DemoError(f"{path}: not a directory of yours; remove it or set ${STATE_ENV}")
-    return path
-
-
-@dataclass(frozen=True)
-class FleetInfo:
-    """A fleet found through its pointer."""
-
-    pointer: Path
-    folder: Path
-    kept: bool
-    #: The babysit that started it still runs (and will stop it when it ends).
-    owner_alive: bool
-    owner_pid: int | None
-
-
-def fleets() -> Iterator[FleetInfo]:
-    """Fleets with a pointer in :func:`state_dir`, oldest first."""
-    directory = state_dir()
-    for pointer in sorted(directory.glob(f"{FOLDER_PREFIX}*.json"), key=_mtime):
-        try:
-            folder = Path(json.loads(pointer.read_text())["folder"])
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        data = read_fleet(folder)
-        if data is None:
-            yield FleetInfo(pointer, folder, kept=False, owner_alive=False, owner_pid=None)
-            continue
-        owner = data.get("owner") or {}
-        owner_pid = owner.get("pid")
-        alive = (
-            data.get("boot_id") == boot_id()
-            and isinstance(owner_pid, int)
-            and start_ticks(owner_pid) == owner.get("start_ticks")
-        )
-        yield FleetInfo(pointer, folder, bool(data.get("kept")), bool(alive), owner_pid)
-
-
-def _mtime(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return 0.0
-
-
-def read_fleet(folder: Path) -> dict[str, object] | None:
-    """The fleet.json of ``folder`` if it is a demo folder of ours, else None."""
-    if not _is_demo_folder(folder):
-        return None
-    try:
-        data = json.loads((folder / "fleet.json").read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or data.get("folder") != str(folder):
-        return None
-    return data
-
-
-def _is_demo_folder(folder: Path) -> bool:
-    if not folder.is_absolute() or not folder.name.startswith(FOLDER_PREFIX):
-        return False
-    try:
-        info = folder.lstat()
-    except OSError:
-        return False
-    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
-
-
-def relaunched(folder: Path, services: Iterable[str], boot: str) -> list[Recorded]:
-    """Runs that babysit relaunched for the fleet's services (their run records name a log
-    in ``folder``): from the TUI's records in the folder and from the CLI's (the host state
-    dir of this environment)."""
-    from tui.remote.probe import host_state_dir
-
-    found: list[Recorded] = []
-    roots = {folder / "host-state", Path(host_state_dir()).expanduser()}
-    for root in roots:
-        for name in services:
-            try:
-                lines = (root / name / "runs.jsonl").read_text().splitlines()
-            except OSError:
-                continue
-            for line in lines:
-                try:
-                    record = json.loads(line)
-                    log = Path(str(record["log_path"]))
-                    if record.get("boot_id") != boot or folder not in log.parents:
-                        continue
-                    found.append(Recorded(name, int(record["pid"]), int(record["start_ticks"])))
-                except (ValueError, KeyError, TypeError):
-                    continue
-    return found
-
-
-def stop_folder(folder: Path) -> int:
-    """Stop the verified processes recorded for the fleet in ``folder``, then remove the
-    folder and its pointer. Returns how many processes were signalled."""
-    data = read_fleet(folder)
-    count = 0
-    if data is not None:
-        boot = boot_id()
-        if data.get("boot_id") == boot:
-            records = [Recorded.from_json(p) for p in data.get("processes") or []]  # type: ignore[attr-defined]
-            services = [str(s) for s in data.get("services") or []]  # type: ignore[attr-defined]
-            records += relaunched(folder, services, boot)
-            roots = [p for p in (r.verified() for r in records) if p is not None]
-            count = terminate(with_descendants(roots))
-        shutil.rmtree(folder, ignore_errors=True)
-    with contextlib.suppress(OSError, DemoError):
-        (state_dir() / f"{folder.name}.json").unlink(missing_ok=True)
-    return count
-
-
-def stop_kept() -> tuple[list[FleetInfo], list[FleetInfo]]:
-    """Stop every kept fleet, and every fleet whose babysit is gone. Returns (stopped,
-    left alone because the babysit that started it still runs)."""
-    stopped: list[FleetInfo] = []
-    running: list[FleetInfo] = []
-    for info in fleets():
-        if info.owner_alive and not info.kept:
-            running.append(info)
-            continue
-        stop_folder(info.folder)
-        stopped.append(info)
-    return stopped, running
 
 
 def tui_environment(fleet: Fleet) -> dict[str, str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from tui.core.runs import Verdict
+from tui.core.verdicts import Verdict
 
 MODEL = "Qwen/Qwen3-8B"
 SPEC_FLAGS = (

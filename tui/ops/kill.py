@@ -28,13 +28,32 @@ import math
 import secrets
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from tui.agent.protocol import (
+    ANSWER_RECORD,
+    KILL_CHANGED,
+    KILL_DONE,
+    KILL_ERROR,
+    KILL_EXITED,
+    KILL_FINAL,
+    KILL_FINISHED,
+    KILL_GARBLED,
+    KILL_GONE,
+    KILL_LOST,
+    KILL_REFUSED,
+    KILL_SIGNALLED,
+    KILL_STARTED,
+    KILL_UNKNOWN,
+    MODE_KILL,
+    MODE_KILL_RECORD,
+)
 from tui.config import MAX_GRACE, Service
 from tui.core.answers import AnswerError, Fields, decode, read
-from tui.core.launch import ALIASES, FlagSet
+from tui.core.launch.argv import ALIASES, FlagSet
 from tui.core.runs import Run
 from tui.errors import BabysitError, TransportError, UsageError
+from tui.ops.kill_outcome import KillEvent
 from tui.remote.agentcall import run_agent, stream_agent
 from tui.remote.probe import host_state_dir
 from tui.remote.transport import RemoteProcess, Transport, last_line
@@ -49,8 +68,6 @@ PROCESSES_SHARED = 16
 #: After the channel is lost, how long past the grace the kill's record is waited for:
 #: the agent's SIGKILL wait (10 s), its settle and two nvidia-smi queries.
 READ_BACK_SLACK = 15.0
-#: The agent's last event of a kill.
-FINAL = ("done", "refused", "error")
 #: An event line longer than this is not one of the kill's events.
 MAX_EVENT = 1024 * 1024
 #: The parallel sizes a command line may give, by argparse destination (both engines).
@@ -129,121 +146,6 @@ class KillTarget:
         return self.processes[0][0]
 
 
-@dataclass(frozen=True)
-class KillEvent:
-    """One step on the host: started, signalled, exited, changed (left alone), gone,
-    refused, done; and on the way: lost (the channel; its record is read back), unknown
-    (its end could not be read back)."""
-
-    kind: str
-    pid: int | None
-    message: str
-    data: dict[str, object] = field(default_factory=dict)
-
-
-@dataclass
-class KillOutcome:
-    signalled: list[int] = field(default_factory=list)
-    changed: list[int] = field(default_factory=list)
-    remaining: list[int] = field(default_factory=list)
-    port_owners: list[object] = field(default_factory=list)
-    #: The agent's GPU check (see agent.gpu_held): None when there was nothing to check.
-    gpu: dict[str, object] | None = None
-    refused: str | None = None
-    #: The channel was lost during the kill (its end came from the host's record).
-    interrupted: str | None = None
-    #: The end of the kill could not be read back: what babysit knows, and where it is.
-    unknown: str | None = None
-
-    @property
-    def gpu_held(self) -> list[dict[str, object]]:
-        held = (self.gpu or {}).get("held")
-        return list(held) if isinstance(held, list) else []
-
-    @property
-    def ok(self) -> bool:
-        return (
-            self.refused is None
-            and self.unknown is None
-            and not self.changed
-            and not self.remaining
-            and not self.gpu_held
-        )
-
-    @property
-    def exit_status(self) -> int:
-        """``babysit kill``'s exit status (README): 0 all gone and released; 1 something
-        left; 2 refused, nothing signalled; 3 the end could not be read back."""
-        if self.unknown is not None:
-            return 3
-        if self.refused is not None:
-            return 2
-        return 0 if self.ok else 1
-
-    def summary(self, target: KillTarget, port: int | None) -> str:
-        if self.refused:
-            return self.refused
-        if self.unknown:
-            sent = (
-                f"signalled before the loss: {', '.join(map(str, self.signalled))}"
-                if self.signalled
-                else "nothing was signalled before the loss"
-            )
-            return f"{self.unknown}; {sent}"
-        parts = []
-        if self.changed:
-            parts.append(
-                ", ".join(
-                    f"pid {p} is now another process: nothing was signalled" for p in self.changed
-                )
-            )
-        if self.remaining:
-            parts.append(f"still running after SIGKILL: {', '.join(map(str, self.remaining))}")
-        if not parts:
-            parts.append(
-                f"pid {target.root_pid} and {len(target.processes) - 1} child process(es) are gone"
-            )
-        if port:
-            parts.append(
-                f"port {port} is closed"
-                if not self.port_owners
-                else f"port {port} is still held by {self.port_owners}"
-            )
-        gpu_words = _gpu_words(self.gpu)
-        if gpu_words:
-            parts.append(gpu_words)
-        if self.interrupted:
-            parts.append(
-                "the connection was lost during the kill; its end was read back from the "
-                "host's record"
-            )
-        return "; ".join(parts)
-
-
-def _gpu_words(gpu: dict[str, object] | None) -> str | None:
-    if not gpu:
-        return None
-    if not gpu.get("checked"):
-        return f"GPU memory not checked: {gpu.get('reason')}"
-    indexes = [int(i) for i in gpu.get("gpus") or []]  # type: ignore[union-attr]
-    named = f"GPU{'s' if len(indexes) != 1 else ''} {', '.join(map(str, indexes))}"
-    scope = (
-        f"the service's {named}"
-        if gpu.get("source") == "gpus"
-        else f"{named} (the GPUs the run held memory on; the service names no gpus:)"
-    )
-    held = gpu.get("held") or []
-    if not held:
-        return f"no process holds memory on {scope}"
-    each = ", ".join(
-        f"pid {a['pid']} (user {a.get('user') or 'unknown: not visible here'}, "
-        f"{'signalled' if a.get('signalled') else 'not signalled'}) holds {a['used_mib']} MiB "
-        f"on GPU {a['gpu']}"
-        for a in held  # type: ignore[union-attr]
-    )
-    return f"GPU memory is still held on {scope}: {each}"
-
-
 def new_kill_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(4)
 
@@ -252,7 +154,7 @@ def kill_request(target: KillTarget, grace: float, kill_id: str) -> dict[str, ob
     """The agent's kill arguments: the one place they are built (who asks is added to
     every request: see tui.remote.agentcall.client_chain)."""
     return {
-        "mode": "kill",
+        "mode": MODE_KILL,
         "kill_id": kill_id,
         "record_dir": target.record_dir or host_state_dir(),
         "boot_id": target.boot_id,
@@ -291,7 +193,7 @@ async def kill_run(
             async for event in _events(process, seen):
                 heard = True
                 path = str(event.data.get("record") or path)
-                finished = finished or event.kind in FINAL
+                finished = finished or event.kind in KILL_FINAL
                 yield event
             detail = last_line(await process.read_stderr())
             status = await process.wait()
@@ -313,7 +215,7 @@ async def kill_run(
         else "the kill may not have started on the host"
     )
     yield KillEvent(
-        "lost",
+        KILL_LOST,
         None,
         f"{lost}; {goes_on}: reading its record {path} …",
         {"reason": lost, "record": path},
@@ -326,7 +228,7 @@ async def kill_run(
                     yield _event(data)
         except AnswerError as error:
             yield _garbled(str(error))
-    if record is not None and record.get("state") == "finished":
+    if record is not None and record.get("state") == KILL_FINISHED:
         return
     why = (
         "the host's record says it is still running"
@@ -335,7 +237,7 @@ async def kill_run(
     )
     if record is None and not heard:
         yield KillEvent(
-            "unknown",
+            KILL_UNKNOWN,
             None,
             f"{transport.chain_text}: the connection was lost as the kill began, and no "
             f"record of it could be read back ({why}): it most likely never started; "
@@ -344,7 +246,7 @@ async def kill_run(
         )
         return
     yield KillEvent(
-        "unknown",
+        KILL_UNKNOWN,
         None,
         f"{transport.chain_text}: the connection was lost during the kill and its end could "
         f"not be read back ({why}); the kill goes on on the host without it, and what it "
@@ -359,7 +261,7 @@ async def _read_back(
     """The kill's record on the host once it is finished, or the last one read (or
     None and why) when ``deadline`` comes first. Each try reconnects as the transport does."""
     args = {
-        "mode": "kill-record",
+        "mode": MODE_KILL_RECORD,
         "record_dir": request["record_dir"],
         "kill_id": request["kill_id"],
     }
@@ -371,7 +273,7 @@ async def _read_back(
             done = (await run_agent(transport, args, timeout=max(min(remaining, 10), 1))).completed
             lines = [x for x in done.stdout.splitlines() if x.strip()]
             answer = decode(lines[-1], "the kill's record") if lines else None
-            if answer is not None and answer.opt_string("t") == "record":
+            if answer is not None and answer.opt_string("t") == ANSWER_RECORD:
                 found = answer.opt_child("record")
                 record = found.plain() if found is not None else record
                 error = None if found is not None else f"no record at {answer.opt_string('path')}"
@@ -379,7 +281,7 @@ async def _read_back(
                 error = done.stderr_line() or f"the agent gave no answer (exit {done.exit_status})"
         except (TransportError, AnswerError) as failure:
             error = str(failure)
-        if record is not None and record.get("state") == "finished":
+        if record is not None and record.get("state") == KILL_FINISHED:
             return record, None
         if time.monotonic() >= deadline:
             return record, error
@@ -411,30 +313,30 @@ def _event(data: Fields) -> KillEvent:
     """One of the kill's events as words; raises AnswerError when it is not one."""
     kind = data.string("t")
     pid = data.opt_integer("pid")
-    if kind == "started":
+    if kind == KILL_STARTED:
         where = data.opt_string("record")
         message = f"the kill runs on the host as pid {data.opt_integer('worker')}" + (
             f"; its record: {where}" if where else "; it could not write its record there"
         )
-    elif kind == "signalled":
+    elif kind == KILL_SIGNALLED:
         message = f"sent {data.string('signal')} to pid {pid} ({data.string('method')})"
-    elif kind == "exited":
+    elif kind == KILL_EXITED:
         message = f"pid {pid} exited"
-    elif kind == "gone":
+    elif kind == KILL_GONE:
         message = f"pid {pid} was already gone"
-    elif kind == "changed":
+    elif kind == KILL_CHANGED:
         message = f"pid {pid} is now another process: nothing was signalled"
-    elif kind == "refused":
+    elif kind == KILL_REFUSED:
         message = data.opt_string("reason") or "refused, with no reason given"
-    elif kind == "error":
+    elif kind == KILL_ERROR:
         message = f"the kill failed on the host: {data.opt_string('message')}"
-    elif kind == "done":
+    elif kind == KILL_DONE:
         message = "done"
     else:
         message = kind
     plain = data.plain()
     plain.pop("t", None)
-    if kind == "done":  # what the summary and the audit read: each field of its type
+    if kind == KILL_DONE:  # what the summary and the audit read: each field of its type
         gpu = data.opt_child("gpu")
         plain.update(
             remaining=data.integers("remaining"),
@@ -467,26 +369,4 @@ def _gpu_of(gpu: Fields) -> dict[str, object]:
 def _garbled(problem: str) -> KillEvent:
     """An event babysit could not read: said, and what happened is read back from the
     kill's record on the host if the stream does not end in a final event."""
-    return KillEvent("garbled", None, f"the host sent an unreadable kill event: {problem}", {})
-
-
-def outcome_of(events: list[KillEvent]) -> KillOutcome:
-    outcome = KillOutcome()
-    for event in events:
-        if event.kind == "signalled" and event.pid is not None:
-            if event.pid not in outcome.signalled:
-                outcome.signalled.append(event.pid)
-        elif event.kind == "changed" and event.pid is not None:
-            outcome.changed.append(event.pid)
-        elif event.kind == "refused":
-            outcome.refused = event.message
-        elif event.kind == "lost":
-            outcome.interrupted = str(event.data.get("reason") or event.message)
-        elif event.kind in ("unknown", "error"):
-            outcome.unknown = event.message
-        elif event.kind == "done":
-            outcome.remaining = list(event.data.get("remaining") or [])  # type: ignore[arg-type]
-            outcome.port_owners = list(event.data.get("port_owners") or [])  # type: ignore[arg-type]
-            gpu = event.data.get("gpu")
-            outcome.gpu = gpu if isinstance(gpu, dict) else None
-    return outcome
+    return KillEvent(KILL_GARBLED, None, f"the host sent an unreadable kill event: {problem}", {})

@@ -15,11 +15,6 @@ it. Each tick also checks that the process (pid + start time) still lives.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import getpass
-import json
-import os
-import socket
 import time
 import uuid
 from collections import deque
@@ -27,14 +22,17 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from tui.config import Host, Service
+from tui.agent.protocol import ANSWER_LAUNCHED, MODE_ALIVE, MODE_LAUNCH, MODE_PREFLIGHT
+from tui.config import Service
 from tui.core.answers import AnswerError, Fields, decode
 from tui.core.engines import TELLING_LINES, failure_lines
 from tui.core.follow import Start
 from tui.core.logcursor import EventKind, EventRow, LogCursor, LogLine
-from tui.core.runs import Assessment, Verdict
+from tui.core.runs import Assessment
 from tui.core.secrets import redact_argv
+from tui.core.verdicts import Verdict
 from tui.errors import BabysitError
+from tui.ops.audit import who
 from tui.remote.agentcall import run_agent
 from tui.remote.follow import Follower
 from tui.remote.probe import READY_PATTERNS, host_state_dir
@@ -109,10 +107,6 @@ class WaitResult:
     last_lines: list[str] = field(default_factory=list)
 
 
-def who() -> str:
-    return f"{getpass.getuser()}@{socket.gethostname()}"
-
-
 async def _action(
     transport: Transport,
     args: dict[str, object],
@@ -174,7 +168,7 @@ async def preflight(transport: Transport, service: Service) -> dict:
     → uuid) and ``gpu_apps`` (what nvidia-smi lists; None when it did not answer)."""
     return await _action(
         transport,
-        {"mode": "preflight", "port": service.port, "gpus": list(service.gpus)},
+        {"mode": MODE_PREFLIGHT, "port": service.port, "gpus": list(service.gpus)},
         _preflight,
         what="the check of its port and GPUs",
     )
@@ -208,7 +202,7 @@ async def launch(transport: Transport, service: Service, *, keep: int | None = N
     # what the agent writes down (the log's marker line, the run record) is ``shown``.
     shown = redact_argv(service.launch.command)
     args = {
-        "mode": "launch",
+        "mode": MODE_LAUNCH,
         "argv": list(service.launch.command),
         "shown_argv": list(shown),
         "cwd": service.launch.cwd,
@@ -221,7 +215,7 @@ async def launch(transport: Transport, service: Service, *, keep: int | None = N
     }
 
     def launched(answer: Fields) -> Launched:
-        if answer.opt_string("t") != "launched":
+        if answer.opt_string("t") != ANSWER_LAUNCHED:
             said = answer.opt_string("message") or "no reason given"
             raise LaunchFailed(f"{service.label}: the server did not start: {said}")
         return Launched(
@@ -250,7 +244,7 @@ async def launch(transport: Transport, service: Service, *, keep: int | None = N
 async def is_alive(transport: Transport, launched: Launched) -> bool:
     return await _action(
         transport,
-        {"mode": "alive", "pid": launched.pid, "start_ticks": launched.start_ticks},
+        {"mode": MODE_ALIVE, "pid": launched.pid, "start_ticks": launched.start_ticks},
         lambda answer: answer.flag("alive"),
         what="whether the new run lives",
     )
@@ -383,50 +377,3 @@ async def _drain(
         for row in batch:
             if isinstance(row, LogLine) and row.inode == launched.inode:
                 last_lines.append(row.text)
-
-
-def audit(
-    host: Host,
-    service: Service,
-    action: str,
-    *,
-    identity: dict[str, object] | None,
-    command: list[str] | None,
-    result: str,
-    ok: bool,
-) -> None:
-    """Append the action and its outcome to the audit log on this machine:
-    $BABYSIT_STATE/actions.jsonl, by default ~/.local/state/babysit/actions.jsonl.
-    The command is kept with its secrets redacted; the file is the user's alone (0600,
-    in folders made 0700)."""
-    state = os.environ.get("BABYSIT_STATE", "~/.local/state/babysit")
-    path = os.path.join(os.path.expanduser(state), "actions.jsonl")
-    private_folder(os.path.dirname(path))
-    record = {
-        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "user": who(),
-        "host": host.name,
-        "service": service.name,
-        "action": action,
-        "identity": identity,
-        "command": None if command is None else list(redact_argv(command)),
-        "ok": ok,
-        "result": result,
-    }
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    with os.fdopen(fd, "a", encoding="utf-8") as out:
-        if os.fstat(fd).st_mode & 0o077:  # written by an older babysit, readable by others
-            with contextlib.suppress(PermissionError):
-                os.fchmod(fd, 0o600)
-        out.write(json.dumps(record) + "\n")
-
-
-def private_folder(path: str) -> None:
-    """Make the folder ``path`` and its missing parents, each one mode 0700."""
-    missing = []
-    while path and not os.path.isdir(path):
-        missing.append(path)
-        path = os.path.dirname(path.rstrip(os.sep))
-    for folder in reversed(missing):
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(folder, 0o700)

@@ -1,14 +1,15 @@
 """Starting the agent on a host: what its command line holds, what its stdin carries,
 and where its own output begins.
 
-The agent (``tui/remote/agent.py``) is sent on every use and never installed. Its
-command line is the same short, fixed text for every request::
+The agent (the modules of :mod:`tui.agent` its mode needs, in one script: see
+tui/remote/bundle.py) is sent on every use and never installed. Its command line
+is the same short, fixed text for every request::
 
     python3 -I -S -c BOOTSTRAP
 
 and everything that varies travels on its stdin, never in argv: first a header
-line ``<source bytes> <request bytes>``, then the zlib-compressed source, then
-the request's JSON. So no request's text (a service's ``match:`` regex, a log
+line ``<source bytes> <request bytes>``, then the zlib-compressed script for the
+request's mode, then the request's JSON. So no request's text (a service's ``match:`` regex, a log
 path, a kill's pids) ever sits in a command line where the host's other users,
 or babysit's own ``match:`` search, could see it; and the BOOTSTRAP text, which
 holds :data:`AGENT_MARK`, is how the agent tells babysit's own processes (itself,
@@ -31,20 +32,15 @@ import sys
 import zlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from functools import lru_cache
-from pathlib import Path
+from functools import cache, lru_cache
 
 from tui import procfs
+from tui.agent.protocol import AGENT_MARK
 from tui.core.sanitize import clean_line
 from tui.errors import TransportError
+from tui.remote.bundle import bundle, mode_of
 from tui.remote.local import LocalTransport
 from tui.remote.transport import Completed, RemoteProcess, Transport
-
-AGENT_PATH = Path(__file__).with_name("agent.py")
-
-#: The name the agent's code is compiled under; it is in the BOOTSTRAP text, so in the
-#: command line of every process that runs or starts an agent (agent.py: AGENT_NAME).
-AGENT_MARK = "babysit-agent"
 
 # Reads "<n> <m>\n", then n bytes of compressed source and m bytes of request, straight
 # from fd 0 (no buffering, so what follows on stdin stays for the agent), and runs the
@@ -78,9 +74,10 @@ EXIT_NO_INPUT = 70
 MAX_CHATTER = 64 * 1024
 
 
-@lru_cache(maxsize=1)
-def agent_source() -> bytes:
-    return zlib.compress(AGENT_PATH.read_bytes(), 9)
+@cache
+def agent_source(mode: str) -> bytes:
+    """What is sent for ``mode``: its script (:func:`tui.remote.bundle.bundle`), compressed."""
+    return zlib.compress(bundle(mode).encode("utf-8"), 9)
 
 
 def agent_argv(transport: Transport) -> list[str]:
@@ -120,7 +117,7 @@ def agent_input(args: dict[str, object]) -> tuple[bytes, str]:
     request = json.dumps(
         {**args, "nonce": nonce, "client": client_chain()}, separators=(",", ":")
     ).encode("utf-8")
-    source = agent_source()
+    source = agent_source(mode_of(args).name)
     return b"%d %d\n" % (len(source), len(request)) + source + request, nonce
 
 
@@ -259,7 +256,7 @@ async def stream_agent(
     transport: Transport, args: dict[str, object]
 ) -> AsyncIterator[AgentProcess]:
     """Start the agent with ``args`` and stream its output; leaving the block ends it
-    (its stdin closes, and the agent exits on EOF, except while it kills: see agent.kill).
+    (its stdin closes, and the agent exits on EOF, except while it kills: see tui/agent/kill.py).
 
     The caller keeps the agent's stdin: the long-lived modes read further requests
     from it, and all of them take its end as the sign that babysit is gone."""

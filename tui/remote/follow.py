@@ -1,6 +1,6 @@
 """Following a log on a host: run the agent over a transport, across reconnects.
 
-:class:`Follower` starts the agent (``tui/remote/agent.py``, sent on its stdin and
+:class:`Follower` starts the agent (its follow mode, ``tui/agent/``, sent on its stdin and
 never installed), decodes its frames through :class:`~tui.core.follow.FollowState`
 and yields rows in order. When the connection drops it says so, waits for the
 link to come back, and restarts the agent from the last delivered (dev, inode,

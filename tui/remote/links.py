@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from tui.config import SshEndpoint
 
 if TYPE_CHECKING:
-    from tui.remote.ssh import SshLink
+    from tui.remote.sshlink import SshLink
 
 
 class SshLinks:
@@ -21,7 +21,7 @@ class SshLinks:
     def get(self, endpoint: SshEndpoint) -> SshLink:
         link = self._links.get(endpoint)
         if link is None:
-            from tui.remote.ssh import SshLink
+            from tui.remote.sshlink import SshLink
 
             link = self._links[endpoint] = SshLink(endpoint)
         return link

@@ -16,7 +16,8 @@ import re
 from collections.abc import Sequence
 
 from tui.errors import TransportError
-from tui.remote.ssh import SshLink, SshTransport
+from tui.remote.ssh import SshTransport
+from tui.remote.sshlink import SshLink
 from tui.remote.transport import EXIT_NOT_FOUND, Completed
 
 _NO_CONFIG = re.compile(rb"Configuration file '[^']*' does not exist")

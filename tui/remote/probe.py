@@ -8,15 +8,16 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 
+from tui.agent.protocol import MODE_PROBE, MODE_SERVE_PROBES
 from tui.config import Engine, Host, MetricsSource, Service
 from tui.core.answers import AnswerError, Fields, decode
+from tui.core.assess import assess
 from tui.core.engines import args_heads
-from tui.core.metrics import PrometheusReaders
-from tui.core.report import ProbeDetails, ServiceReport, build_report
-from tui.core.runs import Assessment, ServiceProbe, assess, unknown
+from tui.core.report import ProbeDetails
+from tui.core.runs import Assessment, ServiceProbe, unknown
 from tui.core.sanitize import printable
 from tui.errors import CommandTimeout, TransportError
 from tui.remote.agentcall import chatter_note, client_chain, run_agent, stream_agent
@@ -52,29 +53,28 @@ def host_state_dir() -> str:
 def probe_request(
     services: Sequence[Service],
     *,
-    tail_bytes: int = 0,
+    tail_bytes: int | Mapping[str, int] = 0,
     gpus: bool = False,
     apps_max_age: float = 0.0,
     scrape: bool | None = None,
 ) -> dict[str, object]:
-    """The agent's probe arguments; ``tail_bytes`` > 0 also brings back the log's tail
-    and nvidia-smi's readings (for reports, not for the 2 s verdict refresh).
+    """The agent's probe arguments; ``tail_bytes`` (one number, or one per service name)
+    > 0 brings back that much of each log's end, and with ``gpus`` nvidia-smi's readings.
     ``apps_max_age`` lets a long-lived agent reuse its last list of GPU processes for
     that many seconds while it provably still holds (the GPU readings are always new).
     ``scrape``: read the /metrics page of ``metrics: prometheus`` services (by default
     when the tail or the GPUs are asked for)."""
+    tails = _tails(services, tail_bytes)
     if scrape is None:
-        scrape = bool(tail_bytes or gpus)
-    if tail_bytes:
-        tail_bytes = max(1, min(tail_bytes, MAX_ANSWER_TAIL // max(1, len(services))))
+        scrape = bool(any(tails.values()) or gpus)
     return {
-        "mode": "probe",
+        "mode": MODE_PROBE,
         "apps_max_age": apps_max_age,
         "services": [
             {
-                "tail_bytes": tail_bytes,
+                "tail_bytes": tails[s.name],
                 "prometheus": s.metrics is MetricsSource.PROMETHEUS and scrape,
-                "gpus": list(s.gpus) if tail_bytes or gpus else None,
+                "gpus": list(s.gpus) if tails[s.name] or gpus else None,
                 "name": s.name,
                 "log": s.log,
                 "port": s.port,
@@ -89,6 +89,17 @@ def probe_request(
             for s in services
         ],
     }
+
+
+def _tails(services: Sequence[Service], tail_bytes: int | Mapping[str, int]) -> dict[str, int]:
+    """Bytes of each service's log end to bring back: one number for all, or one per
+    service name; each bounded by its share of :data:`MAX_ANSWER_TAIL`."""
+    share = MAX_ANSWER_TAIL // max(1, len(services))
+    tails = {}
+    for s in services:
+        wanted = tail_bytes if isinstance(tail_bytes, int) else tail_bytes.get(s.name, 0)
+        tails[s.name] = max(1, min(wanted, share)) if wanted > 0 else 0
+    return tails
 
 
 def answer_limit(request: dict[str, object]) -> int:
@@ -193,7 +204,7 @@ class ProbeChannel:
     async def _start(self) -> _Agent:
         stack = contextlib.AsyncExitStack()
         process = await stack.enter_async_context(
-            stream_agent(self.transport, {"mode": "serve-probes"})
+            stream_agent(self.transport, {"mode": MODE_SERVE_PROBES})
         )
         self._agent = _Agent(stack, process, aiter(process.chunks()))
         self.starts += 1
@@ -219,77 +230,26 @@ async def probe_host(
     channel: ProbeChannel | None = None,
 ) -> list[Assessment]:
     """Assess ``services`` (default: all of the host's) in one round trip."""
-    return [a for a, _ in await _probe(transport, host, services, tail_bytes=0, channel=channel)]
+    return [
+        a for a, _ in await probe_services(transport, host, services, tail_bytes=0, channel=channel)
+    ]
 
 
-async def report_host(
-    transport: Transport,
-    host: Host,
-    services: Sequence[Service] | None = None,
-    *,
-    tail_bytes: int = REPORT_TAIL,
-    gpus: bool = True,
-    channel: ProbeChannel | None = None,
-    apps_max_age: float = 0.0,
-    prometheus: PrometheusReaders | None = None,
-    scrape: bool | None = None,
-) -> list[ServiceReport]:
-    """Verdict, metrics, launch diff, GPUs and hints for ``services``, in one round trip
-    (through ``channel``'s long-lived agent when given, else a one-shot agent).
-    ``prometheus``: the readers that turn /metrics counters into rates, kept by the
-    caller for as long as it watches the services (see :class:`PrometheusReaders`)."""
-    reports = []
-    chosen = list(services if services is not None else host.services.values())
-    for (assessment, details), service in zip(
-        await _probe(
-            transport,
-            host,
-            chosen,
-            tail_bytes=tail_bytes,
-            gpus=gpus,
-            channel=channel,
-            apps_max_age=apps_max_age,
-            scrape=scrape,
-        ),
-        chosen,
-        strict=True,
-    ):
-        try:
-            report = build_report(
-                assessment,
-                details,
-                engine=service.engine.value,
-                intended=list(service.launch.command) if service.launch else None,
-                gpu_indexes=service.gpus,
-                prometheus=prometheus,
-                log_metrics=service.metrics is MetricsSource.LOG,
-            )
-        except Exception as error:  # what a host said broke babysit: UNKNOWN, and why
-            reason = (
-                f"babysit could not read what {host.name} said of it "
-                f"({type(error).__name__}: {error}); this is a bug in babysit"
-            )
-            report = build_report(
-                unknown(host.name, service.name, reason, assessment.checked_at),
-                ProbeDetails(),
-                engine=service.engine.value,
-                intended=None,
-            )
-        reports.append(report)
-    return reports
-
-
-async def _probe(
+async def probe_services(
     transport: Transport,
     host: Host,
     services: Sequence[Service] | None,
     *,
-    tail_bytes: int,
+    tail_bytes: int | Mapping[str, int],
     gpus: bool = False,
     channel: ProbeChannel | None = None,
     apps_max_age: float = 0.0,
     scrape: bool | None = None,
 ) -> list[tuple[Assessment, ProbeDetails]]:
+    """One round trip for ``services`` (default: all of the host's): each one's verdict
+    and the raw extras the probe brought back, in the order asked. Never raises for
+    what the host did: an unreachable host, a failed agent or an unreadable answer is
+    each service's UNKNOWN verdict with the reason."""
     chosen = list(services if services is not None else host.services.values())
     if not chosen:
         return []

@@ -21,8 +21,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sys
 
-from tui.sim.engine import SCENARIOS, EngineKind, Scenario, SimConfig
+from tui.sim.config import SCENARIOS, Scenario, SimConfig
+from tui.sim.engine import EngineKind
+from tui.sim.errors import USAGE_EXIT, SimUsageError
 from tui.sim.flags import parse_flags
 from tui.sim.version import Version
 
@@ -156,4 +159,9 @@ def main(argv: list[str]) -> int:
     cfg = parse_config(list(argv))
     from tui.sim.server import SimServer
 
-    return SimServer(cfg, engine_kind(cfg.engine).factory).run()
+    try:
+        server = SimServer(cfg, engine_kind(cfg.engine).factory)
+    except SimUsageError as error:
+        print(f"babysit: {error}", file=sys.stderr)
+        return USAGE_EXIT
+    return server.run()

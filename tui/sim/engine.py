@@ -1,4 +1,4 @@
-"""What the SGLang and vLLM simulations share: config, scenarios, the host interface, HTTP.
+"""What the SGLang and vLLM simulations share: the host interface and the engine base.
 
 An :class:`Engine` turns events (a startup step is due, the load model
 advanced, a signal arrived, an HTTP request came in) into the lines and
@@ -16,87 +16,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from tui.sim.flags import ModelInfo, ServerFlags
+from tui.sim.config import SimConfig
+from tui.sim.flags import ModelInfo
 from tui.sim.gpus import GpuSpec
 from tui.sim.load import Advance, LoadModel, LoadProfile, Request
 from tui.sim.out import Output
+from tui.sim.response import METHOD_NOT_ALLOWED, NOT_FOUND, Handler, Response, parse_json_body
+from tui.sim.text import generated
 from tui.sim.version import Version
-
-SCENARIOS = (
-    "healthy",
-    "spec-off",
-    "oom",
-    "crash-after:S",
-    "killed-after:S",
-    "killed-at-load",
-    "ignore-sigterm",
-    "slow-load",
-    "repeat",
-)
-#: Scenarios that happen S seconds after the server is ready.
-TIMED = ("crash-after", "killed-after")
-
-
-@dataclass(frozen=True)
-class Scenario:
-    """How this run misbehaves. ``crash_after`` (seconds after ready) only for the timed
-    ones: ``crash-after`` (a CUDA fault in the engine) and ``killed-after`` (a child
-    process, the scheduler, engine core or a worker, killed by SIGKILL as the OOM killer
-    does). ``killed-at-load``: the same while the weights load."""
-
-    name: str = "healthy"
-    crash_after: float | None = None
-
-    @classmethod
-    def parse(cls, text: str) -> Scenario:
-        name, _, arg = text.partition(":")
-        if name in TIMED:
-            try:
-                seconds = float(arg)
-            except ValueError:
-                raise ValueError(f"{name} needs seconds, e.g. {name}:30") from None
-            if not 0 <= seconds < float("inf"):
-                raise ValueError(f"{name} needs a finite, non-negative number of seconds")
-            return cls(name, seconds)
-        if arg or name not in SCENARIOS:
-            raise ValueError(f"unknown scenario {text!r}; choose from {', '.join(SCENARIOS)}")
-        return cls(name)
-
-
-@dataclass(frozen=True)
-class SimConfig:
-    """One simulated server as asked for on the command line. Invariant: ``tp >= 1``."""
-
-    engine: str
-    version: Version
-    port: int
-    bind_host: str
-    load_seconds: float
-    scenario: Scenario
-    seed: int | None
-    tp: int
-    stats_interval: float | None
-    flags: ServerFlags
-
-
-@dataclass(frozen=True)
-class Response:
-    """An HTTP answer. ``body`` is sent as is."""
-
-    status: int
-    body: bytes = b""
-    content_type: str = "application/json"
-
-    @classmethod
-    def json(cls, status: int, payload: object) -> Response:
-        return cls(status, json.dumps(payload).encode())
-
-
-NOT_FOUND = Response(404, b'{"detail":"Not Found"}')
-PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
-METHOD_NOT_ALLOWED = Response(405, b'{"detail":"Method Not Allowed"}')
-#: one HTTP route: the request body in, the answer out (may block on the load model)
-Handler = Callable[[bytes], Response]
 
 
 @dataclass(frozen=True)
@@ -157,60 +84,6 @@ class Host(Protocol):
     def is_ready(self) -> bool: ...
     def finish(self, status: int | None, *, sigkill: bool = False) -> None: ...
     def child_pid(self, rank: int) -> int: ...
-
-
-_WORDS = [
-    "the",
-    "model",
-    "answers",
-    "each",
-    "request",
-    "with",
-    "a",
-    "steady",
-    "stream",
-    "of",
-    "tokens",
-    "while",
-    "the",
-    "scheduler",
-    "keeps",
-    "the",
-    "batch",
-    "full",
-    "and",
-    "the",
-    "cache",
-    "warm",
-    "so",
-    "that",
-    "every",
-    "user",
-    "sees",
-    "the",
-    "first",
-    "word",
-    "quickly",
-    "and",
-    "the",
-    "rest",
-    "follows",
-    "at",
-    "an",
-    "even",
-    "pace",
-    "across",
-    "the",
-    "whole",
-    "cluster",
-    "of",
-    "eight",
-    "accelerators",
-    "in",
-    "the",
-    "rack",
-]
-_LOOP = ["I", "will", "repeat", "the", "answer."]
 
 
 class Engine:
@@ -331,10 +204,7 @@ class Engine:
 
     def text(self, tokens: int, rid: int) -> str:
         """Generated text of about ``tokens`` tokens (looping in the repeat scenario)."""
-        words = _LOOP if self.repeat else _WORDS
-        start = 0 if self.repeat else (rid * 7) % len(words)
-        picked = [words[(start + i) % len(words)] for i in range(max(tokens, 0))]
-        return " " + " ".join(picked) if picked else ""
+        return generated(tokens, rid, repeat=self.repeat)
 
     @staticmethod
     def prompt_tokens(prompt: object) -> int:
@@ -450,50 +320,3 @@ def number(value: object, default: float) -> float:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     return default
-
-
-def safetensors_bar(done: int, shards: int, rate: float) -> str:
-    """One update of the weight loader's tqdm bar, as tqdm writes it: ``\\r`` + bar + ``\\n``.
-
-    Format ``weight_utils._BAR_FORMAT`` (vLLM, copied by SGLang): ``"{desc}: {percentage:3.0f}%
-    Completed | {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}]\\n"``.
-    """
-
-    def clock(seconds: float) -> str:
-        whole = round(seconds)
-        return f"{whole // 60:02d}:{whole % 60:02d}"
-
-    if done == 0:
-        timing = "[00:00<?, ?it/s]"
-    else:
-        timing = f"[{clock(done / rate)}<{clock((shards - done) / rate)}, {rate:5.2f}it/s]"
-    percent = f"{100 * done / shards:3.0f}%"
-    bar = f"{percent} Completed | {done}/{shards} {timing}"
-    return f"\rLoading safetensors checkpoint shards: {bar}\n"
-
-
-def parse_json_body(body: bytes) -> dict[str, object] | None:
-    """The request body as a JSON object, or None if it is not one."""
-    try:
-        value = json.loads(body or b"{}")
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
-class Histogram:
-    """Cumulative-free bucket counts for one metric (guarded by the caller's thread)."""
-
-    def __init__(self, bounds: Sequence[float]) -> None:
-        self.bounds = tuple(bounds)
-        self.counts = [0] * (len(self.bounds) + 1)
-        self.total = 0.0
-
-    def observe(self, value: float) -> None:
-        for index, bound in enumerate(self.bounds):
-            if value <= bound:
-                self.counts[index] += 1
-                break
-        else:
-            self.counts[-1] += 1
-        self.total += value

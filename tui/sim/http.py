@@ -12,7 +12,8 @@ import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Protocol
 
-from tui.sim.engine import Engine, Response
+from tui.sim.engine import Engine
+from tui.sim.response import Response
 
 
 class Site(Protocol):

@@ -29,9 +29,10 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from tui.errors import UsageError
 from tui.sim import gpus as gpu_registry
-from tui.sim.engine import Engine, Host, SimConfig
+from tui.sim.config import SimConfig
+from tui.sim.engine import Engine, Host
+from tui.sim.errors import SimUsageError
 from tui.sim.gpus import GpuSpec, ProcUse, SimRecord
 from tui.sim.http import SimHTTPServer
 from tui.sim.load import LoadModel
@@ -64,7 +65,7 @@ class SimServer:
         try:
             inventory = gpu_registry.inventory()
         except ValueError as error:
-            raise UsageError(f"bad GPU inventory ({gpu_registry.GPUS_ENV}): {error}") from error
+            raise SimUsageError(f"bad GPU inventory ({gpu_registry.GPUS_ENV}): {error}") from error
         indices = gpu_registry.visible_indices(len(inventory))
         self.gpus: list[GpuSpec] = [inventory[indices[r % len(indices)]] for r in range(cfg.tp)]
         self.registry_dir = gpu_registry.state_dir()

@@ -7,8 +7,19 @@ says where the action is (``stopping pid 67115: SIGTERM sent to 2, 1 exited ·
 
 from __future__ import annotations
 
+from tui.agent.protocol import (
+    KILL_CHANGED,
+    KILL_DONE,
+    KILL_EXITED,
+    KILL_GONE,
+    KILL_LOST,
+    KILL_REFUSED,
+    KILL_SIGNALLED,
+    KILL_UNKNOWN,
+)
 from tui.core.sanitize import printable
-from tui.ops.kill import KillEvent, KillTarget
+from tui.ops.kill import KillTarget
+from tui.ops.kill_outcome import KillEvent
 from tui.ops.relaunch import Launched, WaitProgress
 
 #: Longest "last fresh line" shown on the progress line.
@@ -36,16 +47,16 @@ class KillWords:
 
     def add(self, event: KillEvent) -> None:
         pid = event.pid
-        if event.kind == "signalled" and pid is not None:
+        if event.kind == KILL_SIGNALLED and pid is not None:
             signal = event.data.get("signal")
             (self.killed if signal == "SIGKILL" else self.termed).add(pid)
-        elif event.kind in ("exited", "gone") and pid is not None:
+        elif event.kind in (KILL_EXITED, KILL_GONE) and pid is not None:
             self.ended.add(pid)
-        elif event.kind == "changed" and pid is not None:
+        elif event.kind == KILL_CHANGED and pid is not None:
             self.changed.add(pid)
-        elif event.kind == "lost":
+        elif event.kind == KILL_LOST:
             self.lost = True
-        elif event.kind in ("done", "refused", "unknown"):
+        elif event.kind in (KILL_DONE, KILL_REFUSED, KILL_UNKNOWN):
             self.done = True
 
     def text(self, elapsed: float) -> str:

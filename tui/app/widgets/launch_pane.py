@@ -1,6 +1,6 @@
 """The launch pane: the flags you meant beside the ones that actually run.
 
-Rows come from :class:`~tui.core.launch.LaunchDiff`: for each flag the value in
+Rows come from :class:`~tui.core.launch.diff.LaunchDiff`: for each flag the value in
 hosts.yaml (intended), in /proc cmdline (running) and in the server's own
 printed arguments (reported). A flag intended but absent from the running
 server — the dropped ``--speculative-algorithm`` — stands out; values that
@@ -12,7 +12,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from tui.core.launch import FlagRow, FlagStatus, LaunchDiff
+from tui.core.launch.diff import FlagRow, FlagStatus, LaunchDiff
 from tui.core.sanitize import printable
 
 FLAG_WIDTH = 28

@@ -1,6 +1,6 @@
 """The metrics pane: one row per series — a sparkline, the current value, and its age.
 
-The pane draws a :class:`~tui.core.metrics.ServiceMetrics` snapshot and nothing
+The pane draws a :class:`~tui.core.metrics.series.ServiceMetrics` snapshot and nothing
 else; a value older than the snapshot's ``stale_after`` is drawn dimmed with its
 age, never as current. :class:`HintsLine` says what the numbers suggest.
 """
@@ -12,12 +12,13 @@ from collections.abc import Sequence
 from rich.text import Text
 from textual.widgets import Static
 
+from tui.app.sparkline import sparkline
 from tui.core.hints import Hint
-from tui.core.metrics import Latest, Metric, SeriesPoint, ServiceMetrics
+from tui.core.metrics.model import Metric
+from tui.core.metrics.series import Latest, SeriesPoint, ServiceMetrics
 from tui.core.sanitize import printable
 from tui.core.units import human_age
 
-BLOCKS = "▁▂▃▄▅▆▇█"
 SPARK_WIDTH = 16
 LABEL_WIDTH = 13
 
@@ -30,20 +31,6 @@ ROWS: tuple[tuple[str, Metric, Metric | None], ...] = (
     ("KV usage", Metric.TOKEN_USAGE, None),
     ("prefill tok/s", Metric.PREFILL_THROUGHPUT, None),
 )
-
-
-def sparkline(values: Sequence[float], width: int = SPARK_WIDTH) -> str:
-    """The last ``width`` values as block characters, scaled between their minimum and
-    maximum (a flat series is drawn as a flat middle line)."""
-    tail = list(values)[-width:]
-    if not tail:
-        return " " * width
-    low, high = min(tail), max(tail)
-    if high - low <= abs(high) * 1e-3:
-        return (BLOCKS[3] * len(tail)).rjust(width)
-    top = len(BLOCKS) - 1
-    chars = [BLOCKS[int((v - low) / (high - low) * top + 0.5)] for v in tail]
-    return "".join(chars).rjust(width)
 
 
 def _value(latest: Latest | None) -> str:

@@ -15,22 +15,13 @@ from datetime import datetime, timedelta, timezone
 from textual.content import Content
 from textual.widgets import Static
 
-from tui.core.runs import Assessment, Verdict
+from tui.core.runs import Assessment
 from tui.core.sanitize import printable
 from tui.core.units import human_age
+from tui.core.verdicts import TONES, Verdict
 
 #: Seconds after which a verdict is drawn as stale (three missed refreshes).
 STALE_AFTER = 6.0
-
-VERDICT_CLASSES = {
-    Verdict.LIVE: "-live",
-    Verdict.STARTING: "-starting",
-    Verdict.STALE: "-bad",
-    Verdict.DEAD: "-bad",
-    Verdict.NO_LOG: "-bad",
-    Verdict.AMBIGUOUS: "-bad",
-    Verdict.UNKNOWN: "-unknown",
-}
 
 
 def banner_lines(a: Assessment, now: float, shown_inode: int | None = None) -> list[str]:
@@ -41,7 +32,7 @@ def banner_lines(a: Assessment, now: float, shown_inode: int | None = None) -> l
     def clock(ts: float) -> str:
         return datetime.fromtimestamp(ts, zone).strftime("%H:%M:%S")
 
-    facts = [f"● {a.verdict.name.replace('_', '-')}"]
+    facts = [f"● {a.verdict.word}"]
     if a.run is not None:
         root = a.run.root
         children = len(a.run.pids) - 1
@@ -90,9 +81,8 @@ class RunBanner(Static):
     def show(self, assessment: Assessment, shown_inode: int | None) -> None:
         self.assessment = assessment
         self.shown_inode = shown_inode
-        chosen = VERDICT_CLASSES[assessment.verdict]
-        for name in set(VERDICT_CLASSES.values()):
-            self.set_class(name == chosen, name)
+        for tone in TONES:
+            self.set_class(tone == assessment.verdict.tone, f"-{tone}")
         self.refresh_age()
 
     def refresh_age(self) -> None:

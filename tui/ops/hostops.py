@@ -1,9 +1,9 @@
-"""What the host screen may do to a host: the guarded kill and the relaunch.
+"""What babysit may do to a service of a host: the seam under every action.
 
-:class:`HostOps` is the seam between the screen and :mod:`tui.ops`. The real
-one, :class:`TransportOps`, only forwards to the ops functions over the
-screen's transport (it reimplements nothing); tests pass a stand-in to draw a
-modal or a progress line that never changes between runs.
+:class:`HostOps` is the seam between the action flows (:mod:`tui.ops.actions`)
+and the host. The real one, :class:`TransportOps`, only forwards to the ops
+functions over a transport (it reimplements nothing); the screen's tests pass
+a stand-in to draw a modal or a progress line that never changes between runs.
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from typing import Protocol
 from tui.config import Service
 from tui.ops import kill as kill_ops
 from tui.ops import relaunch as relaunch_ops
-from tui.ops.kill import KillEvent, KillTarget
-from tui.ops.relaunch import Launched, WaitProgress, WaitResult
+from tui.ops.kill import KillTarget
+from tui.ops.kill_outcome import KillEvent
+from tui.ops.relaunch import DEFAULT_TIMEOUT, Launched, WaitProgress, WaitResult
 from tui.remote.transport import Transport
 
 
@@ -40,11 +41,15 @@ class HostOps(Protocol):
 
 
 class TransportOps:
-    """:class:`HostOps` over a transport, by way of :mod:`tui.ops`."""
+    """:class:`HostOps` over a transport, by way of :mod:`tui.ops`; a readiness wait
+    gives up after ``wait_timeout`` seconds."""
 
-    def __init__(self, transport: Transport, service: Service) -> None:
+    def __init__(
+        self, transport: Transport, service: Service, *, wait_timeout: float = DEFAULT_TIMEOUT
+    ) -> None:
         self.transport = transport
         self.service = service
+        self.wait_timeout = wait_timeout
 
     async def preflight(self) -> dict[str, object]:
         return await relaunch_ops.preflight(self.transport, self.service)
@@ -53,8 +58,9 @@ class TransportOps:
         return kill_ops.kill_run(self.transport, target, grace=grace)
 
     async def launch(self) -> Launched:
-        # Passed on explicitly: launch()'s own default keeps 5 whatever the service says.
-        return await relaunch_ops.launch(self.transport, self.service, keep=self.service.keep_logs)
+        return await relaunch_ops.launch(self.transport, self.service)
 
     def wait_ready(self, launched: Launched) -> AsyncIterator[WaitProgress | WaitResult]:
-        return relaunch_ops.wait_ready(self.transport, self.service, launched)
+        return relaunch_ops.wait_ready(
+            self.transport, self.service, launched, timeout=self.wait_timeout
+        )

@@ -1,8 +1,8 @@
-"""How a screen's refresh loop says a failed probe and when it asks again.
+"""How a host's probe loop says a failed probe and when it asks again.
 
-Shared by the fleet screen (one loop per host) and the host screen (one loop for
-its service), so a probe that fails or raises reads the same on both and backs
-off the same way: twice the interval, four times, … up to :data:`RETRY_CAP`.
+Every view of a host (the fleet's rows, a host screen's banner) reads the same
+failure from one loop, which backs off the same way for all: twice the
+interval, four times, … up to :data:`RETRY_CAP`.
 """
 
 from __future__ import annotations

@@ -1,0 +1,158 @@
+"""The suite's scripted sections: the fleet, the demo, the sim, the agent payloads, the traps."""
+
+from __future__ import annotations
+
+from suite_table import Row, progress, run_script, verdict
+
+# --------------------------------------------------------------------------- 5. and more: scripts
+
+
+def fleet(quick: bool, raw: dict) -> list[Row]:
+    data, text = run_script("fleet.py", ["--refreshes", "3" if quick else "10"], 300)
+    raw["fleet"] = {"figures": data, "output": text[-2000:]}
+    if data is None:
+        return [
+            Row(
+                "Fleet refresh",
+                "failed",
+                text.strip().splitlines()[-1][:100] if text.strip() else "no output",
+            )
+        ]
+    progress(
+        f"  fleet: refresh median {data['refresh_median_s']:.3f} s, CPU "
+        f"{data['pct_of_core_at_2s']:.1f}% at 2 s"
+    )
+    work = f"Fleet refresh, {data['hosts']} sshd hosts × {data['per_host']} sims"
+    return [
+        Row(
+            work,
+            "full refresh of every row (verdict, metrics, GPUs), median (max), s",
+            f"{data['refresh_median_s']:.2f} ({data['refresh_max_s']:.2f})",
+            target=f"≤ 1 s{verdict(data['refresh_median_s'] <= 1)}",
+        ),
+        Row(
+            work,
+            "babysit CPU per refresh, % of a core at a 2 s refresh",
+            f"{data['pct_of_core_at_2s']:.1f}",
+            target=f"≤ 15 %{verdict(data['pct_of_core_at_2s'] <= 15)}",
+        ),
+        Row(
+            work,
+            "whole machine CPU per refresh (all hosts' probes share it), s",
+            f"{data['machine_cpu_per_refresh_s']:.2f}",
+        ),
+        Row(work, "`babysit status`, new connections, s", f"{data['status_s']:.2f}"),
+    ]
+
+
+def demo(quick: bool, raw: dict) -> list[Row]:
+    data, text = run_script("demo_first_screen.py", ["--seconds", "10" if quick else "60"], 240)
+    raw["demo"] = {"figures": data, "output": text[-2000:]}
+    if data is None:
+        return [Row("`babysit demo` in tmux", "failed", text.strip()[-100:] or "no output")]
+    progress(
+        f"  demo: first screen {data['first_screen_s']:.2f} s, steady {data['babysit_pct']:.1f}%"
+    )
+    work = "`babysit demo` in tmux"
+    return [
+        Row(
+            work,
+            "first full screen, s",
+            f"{data['first_screen_s']:.2f}",
+            target=f"≤ 2 s{verdict(data['first_screen_s'] <= 2)}",
+        ),
+        Row(
+            work,
+            f"babysit CPU over {data['window_s']:.0f} s of steady state, % of a core",
+            f"{data['babysit_pct']:.1f}",
+            target=f"≤ 10 %{verdict(data['babysit_pct'] <= 10)}",
+        ),
+    ]
+
+
+def sim(quick: bool, raw: dict) -> list[Row]:
+    data, text = run_script("sim_idle.py", ["--seconds", "3" if quick else "10"], 120)
+    raw["sim_idle"] = {"figures": data, "output": text[-2000:]}
+    if data is None:
+        return [Row("Idle simulated server", "failed", text.strip()[-100:] or "no output")]
+    return [
+        Row(
+            "Idle simulated server (`babysit sim`)",
+            "CPU, % of a core",
+            f"{data['pct_of_core']:.2f}",
+            target=f"≤ 2 %{verdict(data['pct_of_core'] <= 2)}",
+        )
+    ]
+
+
+def agent_payload(raw: dict) -> list[Row]:
+    """Bytes on the channel for each agent start (see bench/agent_payload.py)."""
+    import agent_payload as ap
+
+    result = ap.measure(None)
+    raw["agent_payload"] = result
+    before = result["before"]
+    old = before["compressed_bytes"] if before else None
+    sent = {row["mode"]: row["compressed_bytes"] for row in result["modes"]}
+    return [
+        Row(
+            "Agent start",
+            f"{what}: compressed script sent, bytes",
+            f"{sent[mode]:,}",
+            baseline="" if old is None else f"{old:,} (one file)",
+            ratio="" if old is None else f"{sent[mode] / old:.2f}",
+            data={"mode": mode, "bytes": sent[mode], "one_file_bytes": old},
+        )
+        for mode, what in (("follow", "per follower start"), ("serve-probes", "per probe agent"))
+    ]
+
+
+# --------------------------------------------------------------------------- 6. traps
+
+
+def traps(found: dict, raw: dict) -> list[Row]:
+    import traps as tr
+
+    results = tr.run_all(
+        {
+            "lnav": found["lnav"].path if found["lnav"].ok else None,
+            "toolong": found["toolong"].path if found["toolong"].ok else None,
+        },
+        log=progress,
+    )
+    raw["traps"] = results
+
+    def cell(r: dict) -> str:
+        if "missing" in r:
+            return f"not installed: {r['missing']}"
+        if "error" in r:
+            return f"failed: {r['error']}"[:100]
+        told = "reported" if r["reported"] else "silent"
+        return f"{r['lost']} lost, {r['duplicated']} dup, {told}"
+
+    names = {
+        "rotate": "rename + create (10 lines to the old file first)",
+        "truncate": "truncate, then regrow past the old size",
+        "rm": "rm while the writer keeps writing",
+    }
+    rows = []
+    for trap, by in results.items():
+        cli, tui = by.get("babysit", {}), by.get("babysit-tui", {})
+        ok = all(
+            "lost" in r and r["lost"] == 0 and r["duplicated"] == 0 and r["reported"]
+            for r in (cli, tui)
+        )
+        rows.append(
+            Row(
+                f"Trap: {names[trap]}",
+                "lines lost / shown twice / switch reported",
+                f"tail: {cell(cli)}; TUI: {cell(tui)}",
+                {
+                    "tail -F": cell(by.get("tail-F", {})),
+                    "lnav": cell(by.get("lnav", {})),
+                    "toolong": cell(by.get("toolong", {})),
+                },
+                target=f"0 lost, 0 dup, reported{verdict(ok)}",
+            )
+        )
+    return rows

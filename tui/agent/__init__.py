@@ -1,0 +1,53 @@
+"""babysit's agent: the code that runs on a watched host, one module per thing.
+
+It is never installed. For each request babysit bundles the modules its mode
+needs, in dependency order, into one script (tui/remote/bundle.py), sends it
+compressed on the channel's stdin and runs it with ``python3 -I -S``; it leaves
+nothing behind and exits when its channel closes. So every module here runs on
+any python3 >= 3.6 with the standard library alone, imports its siblings only as
+``from .module import name`` (the bundle drops those lines: every top-level name
+is unique across the package), and never imports this package's ``__init__``.
+
+Whatever the mode, the agent's output begins with one mark line carrying the
+request's nonce (main.say_started). The modes, frames and answers it speaks are
+named in :mod:`tui.agent.protocol`.
+
+Follow mode, output on stdout (after the mark): a stream of frames, one line of
+JSON, then, when the JSON has ``"n"``, exactly that many raw bytes::
+
+    opened    {path, dev, inode, size, mtime, start, read_back, head, anchor}
+    data      {dev, inode, offset, size, n} + n bytes of the file at offset
+    resume    {dev, inode, offset, held, checked, why}   the check of a cursor to resume at
+    truncated {dev, inode, read, seen, old_size, new_size, regrown, away, reused,
+               copy, copy_dev, copy_inode, unread}
+    replaced  {old_dev, old_inode, new_dev, new_inode, old_state}
+    deleted   {dev, inode}             the path is gone; the old file is still held
+    missing   {path}                   the path does not exist (yet)
+    appeared  {path}
+    writer    {pid, fd, fd_path, deleted, matches_path}
+    writer-gone {pid}
+    lost      {dev, inode, offset}     the file to resume in is nowhere to be found
+    eof       {dev, inode, offset}     (without --follow) everything was sent
+    error     {message, path, file_type}   path and file_type when the path is not a
+                                          regular file to read (see files.cannot_read)
+
+Invariants: data frames of one file are contiguous (each starts where the last
+ended) unless a ``truncated`` frame comes between; before switching to a new
+file at the path, the old one is read to its end; the agent exits when its
+stdin or stdout closes, so it dies with its channel, even while busy or blocked
+(channel.watch_channel). Only a regular file is ever read (files.open_file).
+
+``head`` and ``anchor`` (hex) are a file's first bytes and the bytes just before
+a position. A cursor to resume at carries them; the agent resumes there only if
+the file still holds them (``resume`` says which), else it reads the file from
+its start. When a file is cut, ``read`` is how much of its old content was
+sent; a copy beside it (``log.1``, …) that holds the same bytes is read from
+there to its end first (``copy``, ``unread``), so nothing written before the
+cut is lost.
+
+The probe mode prints one JSON answer to "which run is this?" for the services
+asked about and exits; serve-probes stays and answers one such request per line
+of stdin, so a refresh every few seconds costs no new python3 (nor, over SSH, a
+new session). The action modes (kill, kill-record, alive, launch, preflight)
+answer in JSON lines.
+"""

@@ -1,0 +1,181 @@
+"""Which run is this? The probe and serve-probes modes.
+
+One round trip answers it for a list of services: the processes that could be each
+service's run, what files they hold open, the log's inode and timestamps, and where
+this run's bytes begin in the log.
+"""
+
+import json
+import os
+import sys
+import time
+
+from .candidates import LogFile, find_candidates, last_record, record_candidate
+from .gpu import gpu_readings
+from .logfacts import log_facts
+from .readiness import readiness
+from .view import ProcessView
+
+
+def http_text(port, path="/metrics", limit=4 * 1024 * 1024):
+    """(status, body text) of a GET on loopback, or (None, the error) when it fails."""
+    try:
+        import urllib.request
+
+        url = "http://127.0.0.1:%d%s" % (port, path)  # always http on loopback
+        with urllib.request.urlopen(url, timeout=2.0) as r:  # noqa: S310
+            return r.status, r.read(limit).decode("utf-8", "replace")
+    except Exception as error:  # any failure is an answer here
+        return getattr(error, "code", None), str(error)
+
+
+def http_status(port, path="/health"):
+    try:
+        import urllib.request
+
+        url = "http://127.0.0.1:%d%s" % (port, path)  # always http on loopback
+        with urllib.request.urlopen(url, timeout=1.0) as r:  # noqa: S310
+            return r.status
+    except Exception as error:  # any failure (refused, timeout, HTTP error) is an answer
+        code = getattr(error, "code", None)
+        return code if isinstance(code, int) else None
+
+
+def probe_service(view, service):
+    log_path = service["log"]
+    try:
+        log = log_facts(log_path, int(service.get("tail_bytes") or 0))
+    except OSError as error:
+        raise ServiceFailed("cannot read the log %s: %s" % (log_path, reason_of(error))) from None
+    log_file = LogFile(log_path)
+    record = last_record(service["record_dir"]) if service.get("record_dir") else None
+    record_state, record_pid = record_candidate(view, record)
+    sources, unreadable, hidden = find_candidates(view, service, log_file)
+    if record_pid is not None and record_pid not in view.own and view.alive(record_pid):
+        sources.setdefault(record_pid, set()).add("record")
+    runs = []
+    for pid in view.roots(set(sources)):
+        run = view.describe(pid, sources[pid])
+        run["members"] = []
+        for child in run["children"]:
+            if child in sources:
+                run["sources"] = sorted(set(run["sources"]) | sources[child])
+            run["members"].append(view.describe(child, sources.get(child, ())))
+        for member in [run, *run["members"]]:
+            if member["files"] is not None:
+                member["files"] = [dict(f, at_log=log_file.holds(f)) for f in member["files"]]
+        if log.get("regular") and any(
+            f["write"] and (f["dev"], f["inode"]) == (log["dev"], log["inode"])
+            for member in [run, *run["members"]]
+            for f in (member["files"] or [])
+        ):
+            try:
+                run["ready"] = readiness(
+                    log_path,
+                    run,
+                    record if "record" in run["sources"] else None,
+                    service.get("ready", []),
+                    service.get("engine"),
+                    service.get("args_heads") or (),
+                )
+            except OSError as error:
+                raise ServiceFailed(
+                    "cannot read the log %s: %s" % (log_path, reason_of(error))
+                ) from None
+        runs.append(run)
+    # Only when the log cannot tell (readiness unknown, or no ready line in a log that
+    # may have lost the run's first bytes): SGLang answers /health by running a
+    # generation, which would add a line to its log and work to its GPU on every refresh.
+    health = None
+    unsure = any(
+        run["ready"].get("seen") is None or run["ready"].get("cut")
+        for run in runs
+        if "ready" in run
+    )
+    asked = bool(service.get("port") and service.get("health", True) and unsure)
+    if asked:
+        health = http_status(service["port"])
+    return {
+        "name": service["name"],
+        "log": log,
+        "runs": runs,
+        "unreadable": unreadable,
+        "hidden_listeners": hidden,
+        "record": record,
+        "record_state": record_state,
+        "health": health,
+        "health_asked": asked,
+        "gpu_csv": None,  # filled in by probe(), once for all services
+        "prometheus": http_text(service["port"]) if service.get("prometheus") else None,
+    }
+
+
+class ServiceFailed(Exception):
+    """What went wrong probing one service, in plain words."""
+
+
+def reason_of(error):
+    if isinstance(error, ServiceFailed):
+        return str(error)
+    if isinstance(error, OSError) and error.strerror:
+        if error.filename:
+            return "%s: %s" % (error.filename, error.strerror)
+        return error.strerror
+    return "%s: %s" % (type(error).__name__, error)
+
+
+def probe(args):
+    view = ProcessView(args.get("client"))
+    services = args.get("services", [])
+    entries = []
+    for service in services:
+        # What fails for one service (a log on a failing disk) is that service's answer.
+        try:
+            entries.append(probe_service(view, service))
+        except Exception as error:  # any failure is this service's answer
+            entries.append({"name": service.get("name"), "error": reason_of(error), "runs": []})
+    wanting = [entries[i] for i, s in enumerate(services) if s.get("gpus") is not None]
+    if wanting:
+        readings = gpu_readings(view, entries, float(args.get("apps_max_age") or 0))
+        for entry in wanting:
+            entry["gpu_csv"] = readings
+    return {
+        "boot_id": view.boot_id,
+        "boot_time": view.btime,
+        "now": time.time(),
+        "utc_offset": time.localtime().tm_gmtoff,
+        "uid": os.getuid(),
+        "hostname": os.uname()[1],
+        "agent_pid": os.getpid(),
+        "services": entries,
+    }
+
+
+def probe_once(args):
+    """The probe mode: one JSON answer for the services ``args`` asks about."""
+    sys.stdout.write(json.dumps(probe(args)))
+    sys.stdout.write("\n")
+    return 0
+
+
+def serve_probes(_start):
+    """The serve-probes mode (``_start``, its first request, asks no probe itself).
+    Answer probe requests, one JSON line each on stdin, with one JSON line each on
+    stdout, until stdin closes. Each answer is a fresh look: nothing is kept between
+    requests but the uid→name cache and nvidia-smi's last process list (reused only
+    as gpu_readings allows). A request that fails is answered with ``{"error": ...}``
+    and the agent waits for the next one."""
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    while True:
+        line = stdin.readline()
+        if not line:
+            return 0
+        try:
+            answer = probe(json.loads(line.decode("utf-8")))
+        except Exception as error:
+            answer = {"error": "%s: %s" % (type(error).__name__, error)}
+        try:
+            stdout.write(json.dumps(answer).encode("utf-8") + b"\n")
+            stdout.flush()
+        except OSError:  # the reader is gone
+            return 0

@@ -1,0 +1,78 @@
+"""The words of the agent's wire protocol, shared by the agent and babysit's side.
+
+Every mode, frame kind, kill event kind, one-line answer and record state that
+crosses the channel is named here once, and both ends use these names.
+"""
+
+#: The name the agent's code runs under: it is in the command line of every agent and
+#: of the shells that start one (see BOOTSTRAP in tui/remote/agentcall.py), so one agent
+#: never takes itself, another agent or their shells for a server.
+AGENT_MARK = "babysit-agent"
+
+# ------------------------------------------------------------------ modes
+#: Follow one log file and report it byte by byte (a request with no mode is one).
+MODE_FOLLOW = "follow"
+#: Answer "which run is this?" once, and exit.
+MODE_PROBE = "probe"
+#: Stay, and answer one probe request per line of stdin.
+MODE_SERVE_PROBES = "serve-probes"
+MODE_KILL = "kill"
+#: Read back the record of a kill whose channel was lost.
+MODE_KILL_RECORD = "kill-record"
+MODE_ALIVE = "alive"
+MODE_LAUNCH = "launch"
+MODE_PREFLIGHT = "preflight"
+
+# ------------------------------------------------------------------ follow frames
+FRAME_OPENED = "opened"
+FRAME_DATA = "data"
+FRAME_RESUME = "resume"
+FRAME_TRUNCATED = "truncated"
+FRAME_REPLACED = "replaced"
+FRAME_DELETED = "deleted"
+FRAME_MISSING = "missing"
+FRAME_APPEARED = "appeared"
+FRAME_WRITER = "writer"
+FRAME_WRITER_GONE = "writer-gone"
+FRAME_LOST = "lost"
+FRAME_EOF = "eof"
+FRAME_ERROR = "error"
+
+#: What became of the file a ``replaced`` frame leaves (its ``old_state``).
+OLD_DELETED = "deleted"
+OLD_RENAMED = "renamed"
+
+# ------------------------------------------------------------------ kill events
+KILL_STARTED = "started"
+KILL_SIGNALLED = "signalled"
+KILL_EXITED = "exited"
+KILL_GONE = "gone"
+KILL_CHANGED = "changed"
+KILL_REFUSED = "refused"
+KILL_ERROR = "error"
+KILL_DONE = "done"
+#: The agent's last event of a kill.
+KILL_FINAL = (KILL_DONE, KILL_REFUSED, KILL_ERROR)
+#: Kinds babysit gives a kill's events itself (the agent never sends them): the channel
+#: was lost, the outcome cannot be known, an event could not be read.
+KILL_LOST = "lost"
+KILL_UNKNOWN = "unknown"
+KILL_GARBLED = "garbled"
+
+#: The ``state`` of a kill's record on the host.
+KILL_RUNNING = "running"
+KILL_FINISHED = "finished"
+
+# ------------------------------------------------------------------ one-line answers
+ANSWER_RECORD = "record"
+ANSWER_ALIVE = "alive"
+ANSWER_PREFLIGHT = "preflight"
+ANSWER_LAUNCHED = "launched"
+ANSWER_FAILED = "failed"
+
+# ------------------------------------------------------------------ run record states
+#: babysit's last run record of a service, against the host's processes now.
+RECORD_EARLIER_BOOT = "from an earlier boot"
+RECORD_GONE = "gone"
+RECORD_PID_REUSED = "pid reused"
+RECORD_RUNNING = "running"

@@ -1,0 +1,227 @@
+"""Where a run's bytes begin in its log, and whether its ready line is there."""
+
+import os
+
+from .files import cannot_read, open_file
+from .logtime import first_time, last_time, line_time
+
+READY_SCAN = 8 * 1024 * 1024
+# How far past the anchor to look for the line where the server prints the arguments it
+# really runs with (the request names that line's heads: "args_heads").
+ARGS_SCAN = 4 * 1024 * 1024
+# Start times are known to 1/100 s (clock ticks and /proc/uptime); allow that much.
+START_SLACK = 0.05
+
+
+def find_anchor(fd, size, start_time, clock, pid_tag):
+    """Offset of the first byte this run wrote, and how it was found (or None, reason).
+
+    The first line stamped at or after the process start (timestamps are whole
+    seconds, so a line of the same second from another run makes the answer
+    unsure). A vLLM run tags its lines with its pid, but pids come back (every
+    container counts from 1), so a tagged line is this run's only when it is also
+    stamped at or after the start.
+    """
+    start = int(start_time)
+    low = before_start(fd, size, start, clock)
+    if pid_tag:
+        span = (low, min(size, low + READY_SCAN))
+        at, how = first_tagged(fd, span, pid_tag, start, clock)
+        if at is not None or how is not None:
+            return at, how
+    chunk = os.pread(fd, min(size - low, 1024 * 1024), low)
+    offset = low
+    previous_ts = None
+    for line in chunk.split(b"\n"):
+        ts = line_time(line, clock)
+        if ts is not None and ts >= start:
+            if ts == start and offset > 0:
+                # Stamped in the very second the process started, after other lines:
+                # an older run (ended in that second) may have written it.
+                return None, "a line of another run may share the start's second"
+            if offset > 0 and previous_ts is None and low == offset:
+                previous = last_time(os.pread(fd, 4096, max(0, offset - 4096)), clock)
+                if previous is not None and previous >= start:
+                    return None, "the log's timestamps are not in order"
+            return offset, "timestamps"
+        if ts is not None:
+            previous_ts = ts
+        offset += len(line) + 1
+    if offset >= size:
+        return size, "nothing written since the start"
+    return None, "no timestamps to place the start"
+
+
+def before_start(fd, size, start, clock):
+    """A line start at or before the first line stamped ``start`` or later (0 when
+    the timestamps cannot tell): a binary search over line starts."""
+    low, high = 0, size
+    while high - low > 4096:
+        mid = (low + high) // 2
+        chunk = os.pread(fd, 8192, mid)
+        newline = chunk.find(b"\n")
+        if newline < 0:
+            break
+        ts = first_time(chunk[newline + 1 :], clock)
+        if ts is None:
+            break
+        if ts < start:
+            low = mid + newline + 1
+        else:
+            high = mid
+    return low
+
+
+def first_tagged(fd, span, tag, start, clock):
+    """(offset, "pid tag") of the first line in ``span`` that carries ``tag`` and is
+    stamped at or after ``start``; (None, why) when the only tagged lines after the
+    older ones carry no stamp (uvicorn's, tracebacks), so they may be either run's;
+    (None, None) when no tagged line tells (the run does not tag its lines)."""
+    undated = False
+    for offset, line in lines_in(fd, *span):
+        if tag not in line:
+            continue
+        ts = line_time(line, clock)
+        if ts is None:
+            undated = True
+        elif ts >= start:
+            return offset, "pid tag"
+        else:
+            undated = False  # the undated lines before an older line are the older run's
+    if undated:
+        return None, "lines tagged %s follow an older run's, with no time stamp to tell whose" % (
+            tag.decode("utf-8", "replace").rstrip(")")
+        )
+    return None, None
+
+
+def lines_in(fd, start, end, keep=65536):
+    """(offset, line) for each line in [start, end); a line is cut at ``keep`` bytes."""
+    pos = start
+    line_at = start
+    head = b""
+    while pos < end:
+        data = os.pread(fd, min(1024 * 1024, end - pos), pos)
+        if not data:
+            break
+        cut = 0
+        while True:
+            newline = data.find(b"\n", cut)
+            stop = len(data) if newline < 0 else newline
+            if len(head) < keep:
+                head += data[cut : min(stop, cut + keep - len(head))]
+            if newline < 0:
+                break
+            yield line_at, head
+            line_at = pos + newline + 1
+            head = b""
+            cut = newline + 1
+        pos += len(data)
+    if line_at < pos:
+        yield line_at, head
+
+
+def holds_whole_run(fd, anchor, start_time, clock):
+    """Whether the log provably holds this run's output from its first byte: a line
+    stamped before the run started lies just before the anchor. A log cut since the
+    run began (logrotate's copytruncate) starts inside the run and holds none, so a
+    ready line it lacks may have been cut away."""
+    if anchor <= 0:
+        return False
+    ts = last_time(os.pread(fd, 4096, max(0, anchor - 4096)), clock)
+    return ts is not None and ts < int(start_time)
+
+
+def scan_for(fd, start, end, needles, limit=READY_SCAN):
+    """(offset, line) of the first line in [start, end) containing any needle."""
+    if limit is not None:
+        end = min(end, start + limit)
+    pos = start
+    carry = b""
+    while pos < end:
+        data = os.pread(fd, min(1024 * 1024, end - pos), pos)
+        if not data:
+            break
+        block = carry + data
+        base = pos - len(carry)
+        for needle in needles:
+            index = block.find(needle)
+            if index >= 0:
+                line_start = block.rfind(b"\n", 0, index) + 1
+                line_end = block.find(b"\n", index)
+                line = block[line_start : line_end if line_end >= 0 else len(block)]
+                return base + line_start, line.decode("utf-8", "replace")
+        cut = block.rfind(b"\n")
+        carry = block[cut + 1 :] if cut >= 0 else block
+        if len(carry) > 65536:
+            carry = carry[-65536:]
+        pos += len(data)
+    return None
+
+
+def readiness(log_path, run, record, ready_patterns, engine, args_heads=()):  # noqa: PLR0917
+    """Where this run's bytes begin in the log, and whether its ready line is there.
+
+    ``seen`` is False only as far as the log shows; ``cut`` says the log may have lost
+    the run's first bytes (it begins inside the run), so a ready line it lacks may
+    have been there: then /health is asked (see probe_service).
+    """
+    try:
+        fd = open_file(log_path)
+    except FileNotFoundError:
+        return {"anchor": None, "source": "no log", "seen": None}
+    except OSError as error:
+        return {"anchor": None, "source": cannot_read(log_path, error), "seen": None}
+    try:
+        st = os.fstat(fd)
+        clock = st.st_mtime
+        anchor, source, cut = None, None, True
+        if record and (record.get("dev"), record.get("inode")) == (st.st_dev, st.st_ino):
+            anchor, source = record.get("launch_offset"), "run record"
+            if isinstance(anchor, int) and anchor > st.st_size:
+                return {
+                    "anchor": None,
+                    "seen": None,
+                    "source": "the log (%d bytes) is shorter than where this run began "
+                    "(offset %d): it was cut since" % (st.st_size, anchor),
+                }
+        elif st.st_mtime < run["start_time"] - START_SLACK:
+            anchor, source, cut = st.st_size, "nothing written since the start", False
+        else:
+            tag = None
+            if engine == "vllm":
+                tag = ("pid=%d)" % run["pid"]).encode()
+            anchor, source = find_anchor(fd, st.st_size, run["start_time"], clock, tag)
+        if anchor is None:
+            return {"anchor": None, "source": source, "seen": None}
+        if cut:
+            cut = not holds_whole_run(fd, anchor, run["start_time"], clock)
+        heads = [h.encode() for h in args_heads]
+        args_line = scan_for(fd, anchor, st.st_size, heads, limit=ARGS_SCAN) if heads else None
+        if not ready_patterns:
+            return {
+                "anchor": anchor,
+                "seen": None,
+                "args_line": args_line[1] if args_line else None,
+                "source": "no ready line is known for this engine (set ready: in hosts.yaml)",
+            }
+        found = scan_for(fd, anchor, st.st_size, [p.encode() for p in ready_patterns])
+        result = {
+            "anchor": anchor,
+            "source": source,
+            "seen": found is not None,
+            "cut": cut and found is None,
+            "complete": st.st_size - anchor <= READY_SCAN,
+            "args_line": args_line[1] if args_line else None,
+        }
+        if found is not None:
+            result["offset"], result["line"] = found
+            result["at"] = line_time(found[1].encode(), clock)
+        elif not result["complete"]:
+            result["seen"] = None
+            result["source"] = "the run wrote more than %d MiB before any ready line" % (
+                READY_SCAN // (1024 * 1024)
+            )
+        return result
+    finally:
+        os.close(fd)

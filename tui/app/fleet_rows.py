@@ -1,0 +1,259 @@
+"""What the fleet view shows, as data: the hosts watched, what each last said, and the rows.
+
+:func:`fleet_row` is a pure function of what a host last said, when, and the time
+now: every value older than :data:`AGE_SHOWN_AFTER` carries its age, and
+everything from an old answer is drawn as old. Rows sort worst verdict first
+(:func:`sort_key`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tui.app.sparkline import sparkline
+from tui.config import Host, Service
+from tui.core.metrics.model import Metric
+from tui.core.metrics.series import Latest, ServiceMetrics
+from tui.core.report import ServiceReport
+from tui.core.sanitize import printable
+from tui.core.units import human_age
+from tui.core.verdicts import Verdict
+from tui.session.state import HostState
+
+#: A value at least this old shows its age beside it.
+AGE_SHOWN_AFTER = 15.0
+#: Values in the throughput column's sparkline.
+SPARK_WIDTH = 8
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    header: str
+    #: Cells; 0 for the service and note columns, which are sized when the table mounts.
+    width: int
+
+
+#: Left to right. Widths are fixed so that columns never jump; a value with its age
+#: (`` 3m``) still fits.
+COLUMNS: tuple[Column, ...] = (
+    Column("service", "service", 0),
+    Column("verdict", "verdict", 9),
+    Column("pid", "pid", 7),
+    Column("up", "up", 6),
+    Column("gen", "gen tok/s", SPARK_WIDTH + 9),
+    Column("accept", "accept", 8),
+    Column("queue", "run/queue", 10),
+    Column("kv", "KV", 8),
+    Column("gpu", "GPU W", 12),
+    Column("log", "last line", 9),
+    Column("note", "note", 0),
+)
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """What the fleet view watches: hosts with the services to show, and its name.
+
+    Invariant: every host has at least one service (hosts without any are left out).
+    """
+
+    targets: tuple[tuple[Host, tuple[Service, ...]], ...]
+    title: str = "fleet"
+
+    @classmethod
+    def of(
+        cls,
+        targets: Sequence[tuple[Host, Sequence[Service]]],
+        title: str = "fleet",
+    ) -> Fleet:
+        kept = tuple((host, tuple(services)) for host, services in targets if services)
+        return cls(kept, title)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell's text and its tones (component classes ``fleet-table--<tone>``), and the
+    age of its value when that is not fresh (drawn after it, as old)."""
+
+    text: str
+    tones: tuple[str, ...] = ()
+    age: str = ""
+
+
+@dataclass(frozen=True)
+class FleetRow:
+    """One service instance as the table shows it. ``cells`` follow :data:`COLUMNS`."""
+
+    key: str
+    severity: int
+    cells: tuple[Cell, ...]
+    #: The words under the table when this row is selected.
+    detail: str
+    #: The row's tone for the detail line (``live``, ``bad``, …; ``""`` before any answer).
+    tone: str
+
+    @property
+    def verdict(self) -> str:
+        return self.cells[1].text
+
+    def matches(self, words: Sequence[str]) -> bool:
+        """Whether every word is in the row's name or verdict (case-insensitive)."""
+        text = f"{self.key} {self.verdict}".lower()
+        return all(word in text for word in words)
+
+
+def failure_word(reason: str) -> str:
+    """``probe failed`` when the host ran the probe but it failed; else ``unreachable``."""
+    return "probe failed" if reason.startswith("the probe") else "unreachable"
+
+
+def short_age(seconds: float) -> str:
+    """``45s``, ``3m``, ``2h``, ``3d``: an age that fits beside a value."""
+    seconds = max(0.0, seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size:.0f}{unit}"
+    return f"{seconds:.0f}s"
+
+
+def natural_key(text: str) -> tuple[object, ...]:
+    """``dp-2`` before ``dp-10``."""
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text))
+
+
+def sort_key(row: FleetRow) -> tuple[object, ...]:
+    """Worst verdict first, then by name."""
+    return (-row.severity, natural_key(row.key))
+
+
+def _number(latest: Latest) -> str:
+    """The value without its unit (the header says it): ``61.2``, ``3.41``, ``81%``."""
+    return latest.text.removesuffix(f" {latest.unit.value}")
+
+
+NONE = Cell("—", ("muted",))
+
+
+def fleet_row(service: Service, state: HostState, now: float, *, interval: float) -> FleetRow:
+    """The row for ``service`` from its host's state, at ``now``. Pure."""
+    key = service.label
+    report = state.reports.get(service.name)
+    lag = now - state.answered_at if state.answered_at is not None else 0.0
+    slow = state.asking_since is not None and now - state.asking_since > 2 * interval + 1
+    old = state.failure is not None or slow
+    cells = dict.fromkeys((column.key for column in COLUMNS), NONE)
+    cells["service"] = Cell(key)
+    cells["note"] = Cell("")
+    notes: list[str] = []
+    details: list[str] = []
+    tone = ""
+    severity = -1
+    if report is not None:
+        a = report.assessment
+        severity = a.verdict.severity
+        tone = a.verdict.tone
+        cells.update(_report_cells(report, lag, old))
+        details.append(f"{a.verdict.word} — {printable(a.summary)}")
+        for hint in report.hints:
+            details.append(f"hint: {printable(hint.message)}")
+            notes.append(f"hint: {printable(hint.message)}")
+
+    if state.failure is not None:
+        severity = Verdict.UNKNOWN.severity
+        tone = Verdict.UNKNOWN.tone
+        cells["verdict"] = Cell(Verdict.UNKNOWN.word, (tone,))
+        note = _failure_note(state, now)
+        seen = f"; last answer {human_age(lag)} ago" if state.answered_at is not None else ""
+        notes.insert(0, note)
+        details.insert(0, f"UNKNOWN — {note}: {printable(state.failure)}{seen}")
+    elif slow and state.asking_since is not None:
+        waited = human_age(now - state.asking_since)
+        notes.insert(0, f"no answer for {waited}")
+        details.insert(0, f"no answer for {waited}; what follows is from before")
+    elif report is None:
+        cells["verdict"] = Cell("…", ("muted",))
+        notes.append("asking…")
+        details.append("asking the host…")
+
+    if notes:
+        bad = state.failure is not None or tone in ("bad", "unknown")
+        cells["note"] = Cell(notes[0], ("bad",) if bad else ("muted",))
+    detail = f"{key} · " + "\n".join(details)
+    return FleetRow(key, severity, tuple(cells[c.key] for c in COLUMNS), detail, tone)
+
+
+def _failure_note(state: HostState, now: float) -> str:
+    """``unreachable — retrying in 8 s`` (or ``— asking again (3 s)`` while it asks)."""
+    word = failure_word(state.failure or "")
+    if state.asking_since is not None:
+        return f"{word} — asking again ({human_age(now - state.asking_since)})"
+    wait = max(0.0, (state.retry_at or now) - now)
+    return f"{word} — retrying in {wait:.0f} s"
+
+
+def _report_cells(report: ServiceReport, lag: float, old: bool) -> dict[str, Cell]:
+    """The cells one report fills; ``lag`` seconds passed since it came."""
+    a = report.assessment
+    faded = ("old",) if old else ()
+
+    def aged(text: str, latest: Latest, *, of_run: bool = True) -> Cell:
+        """``of_run``: the value comes from the run's log lines (then it is old once the
+        run is gone); GPU readings are the GPUs' own, whatever runs."""
+        age = latest.age + lag
+        shown = short_age(age) if age >= AGE_SHOWN_AFTER else ""
+        faded = latest.stale or old or (of_run and a.run is None)
+        return Cell(text, ("old",) if faded else (), shown)
+
+    cells = {"verdict": Cell(a.verdict.word, (a.verdict.tone, *faded))}
+    if a.run is not None:
+        cells["pid"] = Cell(str(a.run.root.pid), faded)
+        cells["up"] = Cell(human_age(a.checked_at - a.run.root.start_time + lag), faded)
+    elif a.others:
+        cells["pid"] = Cell(f"{len(a.others)} runs", faded)
+    if a.log is not None and not a.log.exists:
+        cells["log"] = Cell("no log", ("bad", *faded))
+    elif a.log is not None and (a.log.last_ts or a.log.mtime) is not None:
+        written = a.log.last_ts or a.log.mtime or 0.0
+        cells["log"] = Cell(human_age(a.checked_at - written + lag), faded)
+    metrics = report.metrics
+    if metrics is None:
+        return cells
+    gen = metrics.latest_of(Metric.GEN_THROUGHPUT)
+    if gen is not None:
+        points = [p.value for p in metrics.series_of(Metric.GEN_THROUGHPUT)]
+        cells["gen"] = aged(f"{sparkline(points, SPARK_WIDTH)} {_number(gen)}", gen)
+    for column, metric in (("accept", Metric.ACCEPT_LEN), ("kv", Metric.TOKEN_USAGE)):
+        latest = metrics.latest_of(metric)
+        if latest is not None:
+            cells[column] = aged(_number(latest), latest)
+    running = metrics.latest_of(Metric.RUNNING)
+    queued = metrics.latest_of(Metric.QUEUED)
+    first = running or queued
+    if first is not None:
+        text = "/".join(_number(m) if m else "—" for m in (running, queued))
+        cells["queue"] = aged(text, first)
+    power = _gpu_power(metrics)
+    if power is not None:
+        text, latest = power
+        cells["gpu"] = aged(text, latest, of_run=False)
+    return cells
+
+
+def _gpu_power(metrics: ServiceMetrics) -> tuple[str, Latest] | None:
+    """``612/1000`` summed over the service's GPUs, and the oldest power reading; None
+    without GPU readings."""
+    labels = sorted({k.label for k in metrics.latest if k.metric is Metric.GPU_POWER})
+    powers = [p for p in (metrics.latest_of(Metric.GPU_POWER, label) for label in labels) if p]
+    if not powers:
+        return None
+    limits = [
+        m for m in (metrics.latest_of(Metric.GPU_POWER_LIMIT, label) for label in labels) if m
+    ]
+    text = f"{sum(p.value for p in powers):.0f}"
+    if limits:
+        text += f"/{sum(m.value for m in limits):.0f}"
+    oldest = max(powers, key=lambda p: p.age)
+    return text, oldest

@@ -1,0 +1,222 @@
+"""Kill, relaunch and replace, written once for every caller (``babysit kill``,
+``babysit relaunch``, the host screen's k, r and R).
+
+Each flow is an async generator of typed steps that a caller only renders:
+
+- :class:`Planned`: the kill of exactly this target is about to begin;
+- each :class:`~tui.ops.kill.KillEvent` of the kill as the host sends it;
+- :class:`Checking`: the fresh check before a launch (run, port, GPUs) has begun;
+- :class:`~tui.ops.relaunch.Launched`: the new run, as recorded on the host;
+- each :class:`~tui.ops.relaunch.WaitProgress` of its readiness wait;
+- one :class:`Finished` last: the outcome in words, ok or not, and the CLI's exit status.
+
+A refusal or a failure that is not an outcome (a launch refused, the host
+unreachable) is raised, after it is audited. The flows write the audit record
+of every end themselves (:mod:`tui.ops.audit`), the same record whoever acted.
+They talk to the host only through :class:`~tui.ops.hostops.HostOps`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from tui.config import Host, Service
+from tui.core.runs import Assessment, Run
+from tui.errors import BabysitError
+from tui.ops import audit
+from tui.ops.audit import Actor, AuditRecord, Identity
+from tui.ops.hostops import HostOps
+from tui.ops.kill import KillTarget
+from tui.ops.kill_outcome import KillEvent, KillOutcome, outcome_of
+from tui.ops.relaunch import Launched, WaitProgress, WaitResult, check_preconditions
+
+#: A new look at the service (a probe), taken right before a launch.
+Fresh = Callable[[], Awaitable[Assessment]]
+
+#: The exit statuses of a relaunch's or a replace's end: done (started, and ready when
+#: waited for) or not (a refusal is raised: LaunchRefused's 2).
+DONE = 0
+NOT_DONE = 1
+#: What a replace whose kill did not end cleanly says (nothing was launched).
+NOT_STOPPED = "not relaunched, the old run was not stopped cleanly"
+
+
+@dataclass(frozen=True)
+class Planned:
+    """The kill of exactly ``target`` is about to begin: SIGTERM, ``grace`` s, SIGKILL."""
+
+    target: KillTarget
+    grace: float
+
+    @property
+    def text(self) -> str:
+        children = len(self.target.processes) - 1
+        return (
+            f"stopping pid {self.target.root_pid} and {children} child process(es): "
+            f"SIGTERM, {self.grace:g} s, then SIGKILL"
+        )
+
+
+@dataclass(frozen=True)
+class Checking:
+    """The fresh check before a launch (the run, the port, the GPUs) has begun."""
+
+
+@dataclass(frozen=True)
+class Finished:
+    """The end of ``action`` (``kill``, ``relaunch`` or ``replace``), in words.
+
+    A kill's carries its outcome; a relaunch's the run it started and, when it was
+    waited for, the wait's result (None: the wait ended without one).
+    """
+
+    action: str
+    ok: bool
+    result: str
+    exit_status: int
+    kill: KillOutcome | None = None
+    launched: Launched | None = None
+    wait: WaitResult | None = None
+
+
+Step = Planned | KillEvent | Checking | Launched | WaitProgress | Finished
+
+
+def describe(error: BaseException) -> str:
+    """An error in the words the audit log and the screen use."""
+    if isinstance(error, BabysitError):
+        return error.message
+    if isinstance(error, asyncio.CancelledError):
+        return "babysit stopped before the end was known"
+    return f"{type(error).__name__}: {error}"
+
+
+class ServiceActions:
+    """The flows on one service of one host, by ``actor``, through ``ops``."""
+
+    def __init__(self, ops: HostOps, host: Host, service: Service, *, actor: Actor) -> None:
+        self.ops = ops
+        self.host = host
+        self.service = service
+        self.actor = actor
+
+    async def _audit(
+        self,
+        action: str,
+        identity: Identity,
+        command: Sequence[str] | None,
+        result: str,
+        *,
+        ok: bool,
+    ) -> None:
+        await audit.append(self._record(action, identity, command, result, ok=ok))
+
+    def _abandoned(self, action: str, identity: Identity, command: Sequence[str] | None) -> None:
+        """The reader of the steps went away mid-action (``| head``, a closed screen): the
+        record is written at once (an abandoned generator may await nothing more)."""
+        reason = "failed: babysit stopped reading before the end was known"
+        audit.write(self._record(action, identity, command, reason, ok=False))
+
+    def _record(
+        self,
+        action: str,
+        identity: Identity,
+        command: Sequence[str] | None,
+        result: str,
+        *,
+        ok: bool,
+    ) -> AuditRecord:
+        return AuditRecord.of(
+            self.host.name,
+            self.service.name,
+            action,
+            self.actor,
+            identity=identity,
+            command=command,
+            ok=ok,
+            result=result,
+        )
+
+    async def kill(self, run: Run, boot_id: str | None, *, grace: float) -> AsyncIterator[Step]:
+        """The guarded kill of exactly ``run`` (as confirmed, on boot ``boot_id``)."""
+        target = KillTarget.of(run, boot_id or "", self.service)
+        identity = Identity.of_run(run, boot_id)
+        command = run.root.cmdline
+        yield Planned(target, grace)
+        events: list[KillEvent] = []
+        try:
+            async for event in self.ops.kill(target, grace=grace):
+                events.append(event)
+                yield event
+        except GeneratorExit:
+            self._abandoned("kill", identity, command)
+            raise
+        except (Exception, asyncio.CancelledError) as error:
+            await self._audit("kill", identity, command, f"failed: {describe(error)}", ok=False)
+            raise
+        outcome = outcome_of(events)
+        summary = outcome.summary(target, self.service.port)
+        await self._audit("kill", identity, command, summary, ok=outcome.ok)
+        yield Finished("kill", outcome.ok, summary, outcome.exit_status, kill=outcome)
+
+    async def relaunch(self, fresh: Fresh, *, wait: bool = True) -> AsyncIterator[Step]:
+        """Check again (``fresh``), launch, and with ``wait`` follow the new run until it
+        is ready, fails or the wait times out."""
+        spec = self.service.launch
+        yield Checking()
+        try:
+            assessment = await fresh()
+            checks = await self.ops.preflight()
+            check_preconditions(self.service, assessment, checks, replacing=False)
+            launched = await self.ops.launch()
+        except (Exception, asyncio.CancelledError) as error:
+            command = None if spec is None else spec.command
+            await self._audit("relaunch", Identity(), command, describe(error), ok=False)
+            raise
+        identity = Identity(launched.boot_id, launched.pid, launched.start_ticks, launched.run_id)
+        started = f"started pid {launched.pid}"
+        await self._audit("relaunch", identity, launched.argv, started, ok=True)
+        yield launched
+        if not wait:
+            yield Finished("relaunch", True, started, DONE, launched=launched)
+            return
+        result: WaitResult | None = None
+        try:
+            async for step in self.ops.wait_ready(launched):
+                if isinstance(step, WaitResult):
+                    result = step
+                else:
+                    yield step
+        except GeneratorExit:
+            self._abandoned("wait", identity, launched.argv)
+            raise
+        except (Exception, asyncio.CancelledError) as error:
+            await self._audit(
+                "wait", identity, launched.argv, f"failed: {describe(error)}", ok=False
+            )
+            raise
+        ok = result is not None and result.ready
+        reason = result.reason if result is not None else "the wait ended without a result"
+        await self._audit("wait", identity, launched.argv, reason, ok=ok)
+        status = DONE if ok else NOT_DONE
+        yield Finished("relaunch", ok, reason, status, launched=launched, wait=result)
+
+    async def replace(
+        self, run: Run | None, boot_id: str | None, fresh: Fresh, *, grace: float, wait: bool = True
+    ) -> AsyncIterator[Step]:
+        """Kill ``run`` (when there is one), then relaunch — only when the kill ended
+        cleanly; else the last step is the replace's own :class:`Finished`, not ok."""
+        if run is not None:
+            stopped: Finished | None = None
+            async for step in self.kill(run, boot_id, grace=grace):
+                if isinstance(step, Finished):
+                    stopped = step
+                yield step
+            if stopped is None or not stopped.ok:
+                outcome = stopped.kill if stopped is not None else None
+                yield Finished("replace", False, NOT_STOPPED, NOT_DONE, kill=outcome)
+                return
+        async for step in self.relaunch(fresh, wait=wait):
+            yield step

@@ -1,0 +1,161 @@
+"""How a kill went, from its events: who was signalled, left alone or left over.
+
+:class:`KillEvent` is one step the host reports (or babysit adds: the channel lost,
+the end unknown, an event unreadable); :func:`outcome_of` reads the steps of one
+kill into a :class:`KillOutcome`, which says the end in words and as an exit status.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from tui.agent.protocol import (
+    KILL_CHANGED,
+    KILL_DONE,
+    KILL_ERROR,
+    KILL_LOST,
+    KILL_REFUSED,
+    KILL_SIGNALLED,
+    KILL_UNKNOWN,
+)
+
+if TYPE_CHECKING:
+    from tui.ops.kill import KillTarget
+
+
+@dataclass(frozen=True)
+class KillEvent:
+    """One step on the host: started, signalled, exited, changed (left alone), gone,
+    refused, done; and on the way: lost (the channel; its record is read back), unknown
+    (its end could not be read back)."""
+
+    kind: str
+    pid: int | None
+    message: str
+    data: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass
+class KillOutcome:
+    signalled: list[int] = field(default_factory=list)
+    changed: list[int] = field(default_factory=list)
+    remaining: list[int] = field(default_factory=list)
+    port_owners: list[object] = field(default_factory=list)
+    #: The agent's GPU check (see agent.gpu_held): None when there was nothing to check.
+    gpu: dict[str, object] | None = None
+    refused: str | None = None
+    #: The channel was lost during the kill (its end came from the host's record).
+    interrupted: str | None = None
+    #: The end of the kill could not be read back: what babysit knows, and where it is.
+    unknown: str | None = None
+
+    @property
+    def gpu_held(self) -> list[dict[str, object]]:
+        held = (self.gpu or {}).get("held")
+        return list(held) if isinstance(held, list) else []
+
+    @property
+    def ok(self) -> bool:
+        return (
+            self.refused is None
+            and self.unknown is None
+            and not self.changed
+            and not self.remaining
+            and not self.gpu_held
+        )
+
+    @property
+    def exit_status(self) -> int:
+        """``babysit kill``'s exit status (README): 0 all gone and released; 1 something
+        left; 2 refused, nothing signalled; 3 the end could not be read back."""
+        if self.unknown is not None:
+            return 3
+        if self.refused is not None:
+            return 2
+        return 0 if self.ok else 1
+
+    def summary(self, target: KillTarget, port: int | None) -> str:
+        if self.refused:
+            return self.refused
+        if self.unknown:
+            sent = (
+                f"signalled before the loss: {', '.join(map(str, self.signalled))}"
+                if self.signalled
+                else "nothing was signalled before the loss"
+            )
+            return f"{self.unknown}; {sent}"
+        parts = []
+        if self.changed:
+            parts.append(
+                ", ".join(
+                    f"pid {p} is now another process: nothing was signalled" for p in self.changed
+                )
+            )
+        if self.remaining:
+            parts.append(f"still running after SIGKILL: {', '.join(map(str, self.remaining))}")
+        if not parts:
+            parts.append(
+                f"pid {target.root_pid} and {len(target.processes) - 1} child process(es) are gone"
+            )
+        if port:
+            parts.append(
+                f"port {port} is closed"
+                if not self.port_owners
+                else f"port {port} is still held by {self.port_owners}"
+            )
+        gpu_words = _gpu_words(self.gpu)
+        if gpu_words:
+            parts.append(gpu_words)
+        if self.interrupted:
+            parts.append(
+                "the connection was lost during the kill; its end was read back from the "
+                "host's record"
+            )
+        return "; ".join(parts)
+
+
+def _gpu_words(gpu: dict[str, object] | None) -> str | None:
+    if not gpu:
+        return None
+    if not gpu.get("checked"):
+        return f"GPU memory not checked: {gpu.get('reason')}"
+    indexes = [int(i) for i in gpu.get("gpus") or []]  # type: ignore[union-attr]
+    named = f"GPU{'s' if len(indexes) != 1 else ''} {', '.join(map(str, indexes))}"
+    scope = (
+        f"the service's {named}"
+        if gpu.get("source") == "gpus"
+        else f"{named} (the GPUs the run held memory on; the service names no gpus:)"
+    )
+    held = gpu.get("held") or []
+    if not held:
+        return f"no process holds memory on {scope}"
+    each = ", ".join(
+        f"pid {a['pid']} (user {a.get('user') or 'unknown: not visible here'}, "
+        f"{'signalled' if a.get('signalled') else 'not signalled'}) holds {a['used_mib']} MiB "
+        f"on GPU {a['gpu']}"
+        for a in held  # type: ignore[union-attr]
+    )
+    return f"GPU memory is still held on {scope}: {each}"
+
+
+def outcome_of(events: list[KillEvent]) -> KillOutcome:
+    outcome = KillOutcome()
+    for event in events:
+        if event.kind == KILL_SIGNALLED and event.pid is not None:
+            if event.pid not in outcome.signalled:
+                outcome.signalled.append(event.pid)
+        elif event.kind == KILL_CHANGED and event.pid is not None:
+            outcome.changed.append(event.pid)
+        elif event.kind == KILL_REFUSED:
+            outcome.refused = event.message
+        elif event.kind == KILL_LOST:
+            outcome.interrupted = str(event.data.get("reason") or event.message)
+        elif event.kind in (KILL_UNKNOWN, KILL_ERROR):
+            outcome.unknown = event.message
+        elif event.kind == KILL_DONE:
+            outcome.remaining = list(event.data.get("remaining") or [])  # type: ignore[arg-type]
+            outcome.port_owners = list(event.data.get("port_owners") or [])  # type: ignore[arg-type]
+            gpu = event.data.get("gpu")
+            outcome.gpu = gpu if isinstance(gpu, dict) else None
+    return outcome

@@ -1,0 +1,22 @@
+"""The text a simulated server generates: ordinary words, or one phrase again and again."""
+
+from __future__ import annotations
+
+#: what an ordinary answer says, word after word, from a place that depends on the request
+_ANSWER = (
+    "the model answers each request with a steady stream of tokens while the scheduler "
+    "keeps the batch full and the cache warm so that every user sees the first word "
+    "quickly and the rest follows at an even pace across the whole cluster of eight "
+    "accelerators in the rack"
+)
+_WORDS = _ANSWER.split()
+#: what a looping answer (the repeat scenario) says again and again
+_LOOP = ["I", "will", "repeat", "the", "answer."]
+
+
+def generated(tokens: int, rid: int, *, repeat: bool) -> str:
+    """About ``tokens`` tokens of text for request ``rid`` (looping when ``repeat``)."""
+    words = _LOOP if repeat else _WORDS
+    start = 0 if repeat else (rid * 7) % len(words)
+    picked = [words[(start + i) % len(words)] for i in range(max(tokens, 0))]
+    return " " + " ".join(picked) if picked else ""

@@ -1,0 +1,23 @@
+"""The weight loader's tqdm bar, which both engines write while the checkpoint loads."""
+
+from __future__ import annotations
+
+
+def safetensors_bar(done: int, shards: int, rate: float) -> str:
+    """One update of the weight loader's tqdm bar, as tqdm writes it: ``\\r`` + bar + ``\\n``.
+
+    Format ``weight_utils._BAR_FORMAT`` (vLLM, copied by SGLang): ``"{desc}: {percentage:3.0f}%
+    Completed | {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}]\\n"``.
+    """
+
+    def clock(seconds: float) -> str:
+        whole = round(seconds)
+        return f"{whole // 60:02d}:{whole % 60:02d}"
+
+    if done == 0:
+        timing = "[00:00<?, ?it/s]"
+    else:
+        timing = f"[{clock(done / rate)}<{clock((shards - done) / rate)}, {rate:5.2f}it/s]"
+    percent = f"{100 * done / shards:3.0f}%"
+    bar = f"{percent} Completed | {done}/{shards} {timing}"
+    return f"\rLoading safetensors checkpoint shards: {bar}\n"
