@@ -113,8 +113,9 @@ class ServiceSession:
     def report(self, now: float) -> ServiceReport:
         """The report at ``now``: the latest verdict and the facts aged to ``now``.
 
-        After a failed round trip the verdict is UNKNOWN with the reason (the facts
-        stay, to be drawn as old)."""
+        After a failed round trip the verdict is UNKNOWN with the reason; the series stay,
+        each with its age, and what only the last answer could say (the launch diff, GPU
+        use, the hints) is not shown as if it still held."""
         report = self.facts.report(now)
         state = self.state
         if state.failure is not None:
@@ -123,7 +124,7 @@ class ServiceSession:
                 wait = max(0.0, (state.retry_at or now) - now)
                 reason = f"{reason}; asking again in {wait:.0f} s"
             failed = unknown(self.host.name, self.service.name, reason, now)
-            report = replace(report, assessment=failed)
+            report = replace(report, assessment=failed, launch=None, gpus=None, hints=())
         return report
 
     def actions(self, actor: str) -> ServiceActions:
