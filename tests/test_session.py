@@ -33,7 +33,7 @@ async def test_a_failed_round_trip_keeps_the_series_and_drops_what_only_the_answ
     try:
         await watch.refresh([host.services["qwen"]])
         await watch.refresh([host.services["qwen"]])
-        first = session.latest
+        first = watch.state.reports.get("qwen")
         assert first is not None and first.verdict is Verdict.LIVE
         assert first.launch is not None and first.gpus is not None
         report = session.report(NOW)

@@ -291,13 +291,12 @@ class ServiceFacts:
         if log is not None:  # a real answer (an unknown one knows no clock of the host)
             self.utc_offset = assessment.utc_offset
             self._forget_read(assessment)
-        writes_log = assessment.writes_log
-        anchor = run.ready.anchor if writes_log and run is not None and run.ready else None
         self._anchor = None
-        if anchor is not None and log is not None and log.dev is not None and log.inode is not None:
-            self._anchor = ((log.dev, log.inode), anchor)
         if log is not None and log.exists and log.dev is not None and log.inode is not None:
-            lines = whole_lines(details.tail, details.tail_offset, anchor)
+            anchor = run.ready.anchor if run is not None and run.ready is not None else None
+            if assessment.writes_log and anchor is not None:  # feed() leaves out lines above it
+                self._anchor = ((log.dev, log.inode), anchor)
+            lines = whole_lines(details.tail, details.tail_offset)
             # The end of the tail's last whole line: where the next line read begins.
             end = (details.tail_offset or 0) + details.tail.rfind(b"\n") + 1
             for index, (text, offset) in enumerate(lines):

@@ -1,4 +1,4 @@
-"""One watched service: its facts, its latest report, its actions.
+"""One watched service: its facts, its report, its actions.
 
 A :class:`ServiceSession` is shared by every view of the service in one babysit
 process: the fleet's row and the host screen render the same report, made by the
@@ -60,7 +60,6 @@ class ServiceSession:
         self._tail_read = False
         self._first_tail_asks = 0
         self._waiting: list[LogLine] = []
-        self.latest: ServiceReport | None = None
 
     @property
     def label(self) -> str:
@@ -85,9 +84,7 @@ class ServiceSession:
         if assessment.log is not None:  # a real answer: its tail first, then what waited
             self._seeded = self._tail_read = True
             waiting, self._waiting = self._waiting, []
-        report = self.facts.observe(assessment, details or ProbeDetails(), waiting)
-        self.latest = report
-        return report
+        return self.facts.observe(assessment, details or ProbeDetails(), waiting)
 
     def feed_rows(self, rows: Sequence[Row]) -> int:
         """Lines a follower read; how many gave a metric sample."""

@@ -150,7 +150,11 @@ class HostWatch:
                 # None: no limit but the link's own (a verb that asks once waits for the
                 # host's connect_timeout and the probe's own timeout, as long as they say).
                 pairs = await asyncio.wait_for(self._probe(self.host, chosen, tails), self.timeout)
-                reports = [self._observe(s, a, d) for s, (a, d) in zip(chosen, pairs, strict=True)]
+                for service, (a, details) in zip(chosen, pairs, strict=True):
+                    reports.append(self._observe(service, a, details))
+                    # A first answer holds up to 256 KiB of log per service: let the
+                    # screen draw and take keys between two services' lines.
+                    await asyncio.sleep(0)
             except asyncio.TimeoutError:
                 failure = f"no answer within {self.timeout:g} s"
             except Exception as error:  # said in every view and retried, never a dead loop
