@@ -1,0 +1,164 @@
+"""What babysit knows of one inference engine, as one value: :class:`EngineSpec`.
+
+Each engine is one module of this package (``sglang.py``, ``vllm.py``,
+``llamacpp.py``, ``tgi.py``, ``generic.py``) that defines ``SPEC``; the registry
+(:mod:`tui.engines`) finds them. Nothing outside an engine's module names one of
+its lines, flags or metrics: the probe request, the run boundaries, the metric
+parser, the launch diff, the readiness wait, the relaunch and the demo all read
+the spec.
+
+The agent on the host holds no engine knowledge. What it must scan for travels in
+the request as text: ready lines, args-line heads (:class:`ArgsHead`), the stamps
+that date a line (:class:`Stamp`, a regex source and its kind) and the pid tag.
+
+Engine modules import only the standard library, this module and
+:mod:`tui.core.metrics.model` (the canonical metrics and the sample type).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+from tui.core.metrics.model import Metric, MetricSample
+
+
+@dataclass(frozen=True)
+class ArgsHead:
+    """The text that starts the line where a server prints the arguments it runs with.
+
+    ``form`` names the shape the line is read in (the engine's ``read_reported``
+    gets it back). ``complete`` says whether that shape lists every argument
+    (SGLang's ``server_args``) or only the changed ones (vLLM's ``non-default
+    args``). ``until``: the dump spans lines (TGI's ``Args {`` ... ``}``) and ends
+    at the first line that starts with this text; ``None`` for one line.
+    """
+
+    text: str
+    form: str
+    complete: bool = True
+    until: str | None = None
+
+
+class StampKind:
+    """How to turn a :class:`Stamp`'s groups into a time."""
+
+    #: (year, month, day, hour, minute, second[, fraction]) on the host's wall clock
+    WALL = "wall"
+    #: (month, day, hour, minute, second[, fraction]): the year is the latest that puts
+    #: the line at or before the file's last write
+    YEARLESS = "yearless"
+    #: (hour, minute, second[, fraction]) with no date: the date is the run's
+    TIME_ONLY = "time-only"
+    #: (minutes, seconds, milliseconds, microseconds) since the process started
+    #: (llama.cpp's ``--log-timestamps``): placed by the run's start time; a run
+    #: begins where the stamps start over
+    ELAPSED = "elapsed"
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """One way a line of this engine is stamped: ``pattern`` is a regex source matched at
+    the line's start (as text in core, as bytes in the agent), its groups read as
+    ``kind`` says. Wrappers' stamps (docker's, journald's) are not an engine's."""
+
+    pattern: str
+    kind: str = StampKind.WALL
+
+
+@dataclass(frozen=True)
+class Phase:
+    """A startup phase and the lines that say it began (substrings, this engine's own)."""
+
+    name: str
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Prometheus:
+    """What an engine's ``/metrics`` page holds that babysit reads.
+
+    ``gauges``: sample name -> (metric, summed over ranks and engines; else
+    averaged). ``rates``: counter sample name -> metric, the counter's rate per
+    second between two scrapes (used when no gauge gave that metric).
+    ``acceptance``: (accepted tokens, drafts, draft tokens) counter names, from
+    which accept length and rate are derived; ``None`` when the engine has none.
+    ``prefix`` starts every name of this engine's own (``vllm:``, ``tgi_``): a page
+    is this engine's when one of its names does. ``skip_labels``: (label, value)
+    pairs whose samples are left out (another TP rank's copy of the same figure).
+    """
+
+    gauges: Mapping[str, tuple[Metric, bool]] = field(default_factory=dict)
+    rates: Mapping[str, Metric] = field(default_factory=dict)
+    acceptance: tuple[str, str, str] | None = None
+    prefix: str = ""
+    skip_labels: tuple[tuple[str, str], ...] = ()
+
+
+class LineReader(Protocol):
+    """Reads one engine's log, line by line, in order (it may keep state between lines:
+    a header whose values come on the next lines, a multi-line dump)."""
+
+    def records(self, text: str, offset: int | None, *, run: int = 0) -> Sequence[MetricSample]:
+        """The metric samples on this line: none for most lines, two or more when lines
+        were glued together (a lost newline). Never raises."""
+        ...
+
+    def line_time(self, text: str) -> datetime | None:
+        """The time printed at the start of the line (host wall clock, naive), or None."""
+        ...
+
+
+#: Makes a reader. ``reference`` is when the log was last written (the year of a
+#: year-less stamp); ``None`` asks ``clock``. ``started`` is the run's start (host
+#: wall clock), for stamps counted from it or lacking a date; ``None`` when unknown.
+ReaderFactory = Callable[..., LineReader]
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    """Everything babysit knows of one engine. See each field's comment."""
+
+    #: the ``engine:`` value in hosts.yaml and JSON
+    name: str
+    #: how a person names it (``SGLang``, ``llama.cpp``)
+    title: str
+    #: argv words that start this engine (a basename or a module's name, matched as a
+    #: prefix of each word's last path part): ``sglang``, ``llama-server``
+    programs: tuple[str, ...] = ()
+    #: lines that say the server serves (substrings; a service's ``ready:`` replaces them)
+    ready: tuple[str, ...] = ()
+    #: lines printed once per run near its start, besides the args heads (a version line)
+    run_starts: tuple[str, ...] = ()
+    #: lines that say a part of a running server died or is torn down because one did
+    deaths: tuple[str, ...] = ()
+    #: lines that, before the ready line, also mean the run failed to start
+    startup_failures: tuple[str, ...] = ()
+    #: among a failure's lines, those that say what went wrong (the first is the reason)
+    telling: tuple[str, ...] = ()
+    #: where the server prints the arguments it runs with, newest form first
+    args_heads: tuple[ArgsHead, ...] = ()
+    #: how its lines are dated
+    stamps: tuple[Stamp, ...] = ()
+    #: ``%d`` format of the text that tags a line with its process's pid (vLLM's ``pid=%d)``)
+    pid_tag: str | None = None
+    #: argparse destinations with more than one spelling -> the one the engine uses
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    #: flags that take no value
+    switches: frozenset[str] = frozenset()
+    #: argparse destinations that carry speculative decoding
+    spec_keys: tuple[str, ...] = ()
+    #: speculative algorithms the server runs, and prints, under another name
+    #: (SGLang's NEXTN runs as EAGLE): said in words on the launch pane
+    algorithm_aliases: Mapping[str, str] = field(default_factory=dict)
+    #: startup phases in the order the engine goes through them
+    phases: tuple[Phase, ...] = ()
+    prometheus: Prometheus = field(default_factory=Prometheus)
+    #: the metric-line reader; ``None`` for an engine whose log babysit cannot read
+    reader: ReaderFactory | None = None
+    #: (line, head) -> the reported values, or None; ``None`` when the engine prints none
+    read_reported: Callable[[str, ArgsHead], Mapping[str, object] | None] | None = None
+    #: a sample's ``source`` -> its series label (``DP1``, ``engine 1``, or ``""``)
+    series_label: Callable[[str], str] = field(default=lambda source: "")
