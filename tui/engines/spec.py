@@ -47,6 +47,9 @@ class StampKind:
 
     #: (year, month, day, hour, minute, second[, fraction]) on the host's wall clock
     WALL = "wall"
+    #: (year, month, day, hour, minute, second[, fraction]) in UTC (RFC 3339 ``…Z``: TGI,
+    #: a JSON formatter's ISO time)
+    UTC = "utc"
     #: (month, day, hour, minute, second[, fraction]): the year is the latest that puts
     #: the line at or before the file's last write
     YEARLESS = "yearless"
