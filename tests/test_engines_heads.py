@@ -1,5 +1,5 @@
 """The engine facts babysit looks for are written once: launch, metrics and the probe read
-:mod:`tui.core.engines`, and the nvidia-smi columns are :mod:`tui.core.gpu`'s."""
+the engines' specs (:mod:`tui.engines`), and the nvidia-smi columns are :mod:`tui.core.gpu`'s."""
 
 from __future__ import annotations
 
@@ -9,11 +9,13 @@ from pathlib import Path
 import pytest
 
 import tui.agent
-from tui.core.engines import ARGS_HEADS, ArgsHead, args_heads
+from tui.config import Engine, Service, Source
 from tui.core.gpu import APPS_FIELDS, APPS_QUERY, GPU_FIELDS, GPU_QUERY
-from tui.core.launch.reported import ReportedFormat, parse_reported
-from tui.core.metrics.boundaries import RunBoundary, RunEventKind, RunMarker
-from tui.core.metrics.model import Engine
+from tui.core.launch.reported import parse_reported
+from tui.core.metrics.boundaries import RunBoundary, RunEventKind
+from tui.engines import SPECS
+from tui.engines.spec import ArgsHead
+from tui.remote.probe import probe_request
 
 pytestmark = pytest.mark.unit
 
@@ -24,35 +26,48 @@ PREFIX = {
 }
 
 
-def args_line(head: ArgsHead) -> str:
+#: (engine, head) of the engines above, whose args line is one line after that prefix.
+HEADS = [(name, head) for name in PREFIX for head in SPECS[name].args_heads]
+
+
+def args_line(engine: str, head: ArgsHead) -> str:
     """An args line with this head and one argument, closed as the head opens."""
     body = "model='m')" if head.text.endswith("(") else "'model': 'm'}"
-    return PREFIX[head.engine] + head.text + body
+    return PREFIX[engine] + head.text + body
 
 
-@pytest.mark.parametrize("head", ARGS_HEADS, ids=lambda h: h.form)
-def test_launch_reads_every_args_head_in_its_form(head: ArgsHead) -> None:
-    reported = parse_reported(args_line(head))
+@pytest.mark.parametrize(("engine", "head"), HEADS, ids=lambda h: getattr(h, "form", h))
+def test_launch_reads_every_args_head_in_its_form(engine: str, head: ArgsHead) -> None:
+    reported = parse_reported(args_line(engine, head))
     assert reported is not None
-    assert reported.format is ReportedFormat(head.form)
-    assert reported.format.engine is Engine(head.engine)
+    assert reported.format == head
+    assert reported.engine == engine
     assert not reported.truncated
 
 
-@pytest.mark.parametrize("head", ARGS_HEADS, ids=lambda h: h.form)
-def test_metrics_start_a_run_at_every_args_head(head: ArgsHead) -> None:
-    for engine in (None, Engine(head.engine)):
-        event = RunBoundary(engine).feed(args_line(head), 0)
+@pytest.mark.parametrize(("engine", "head"), HEADS, ids=lambda h: getattr(h, "form", h))
+def test_metrics_start_a_run_at_every_args_head(engine: str, head: ArgsHead) -> None:
+    for wanted in (None, Engine(engine)):
+        event = RunBoundary(wanted).feed(args_line(engine, head), 0)
         assert event is not None and event.kind is RunEventKind.STARTED
-        assert event.engine is Engine(head.engine)
-        assert event.marker in (RunMarker.SGLANG_SERVER_ARGS, RunMarker.VLLM_ARGS)
+        assert event.engine == engine
+        assert event.marker == f"{engine}-args"
 
 
-def test_every_reported_format_has_its_head_and_the_probe_asks_for_them() -> None:
-    assert {h.form for h in ARGS_HEADS} == {f.value for f in ReportedFormat}
-    assert set(args_heads("generic")) == {h.text for h in ARGS_HEADS}
-    for engine in ("sglang", "vllm"):
-        assert args_heads(engine) == tuple(h.text for h in ARGS_HEADS if h.engine == engine)
+def _service(engine: Engine) -> Service:
+    return Service(name="s", host="h", engine=engine, log="/x.log", source=Source("t", 1))
+
+
+def test_the_probe_asks_for_the_engines_heads_and_every_one_for_a_generic_server() -> None:
+    def heads(engine: Engine) -> list[str]:
+        (asked,) = probe_request([_service(engine)])["services"]  # type: ignore[misc]
+        return [h["text"] for h in asked["args_heads"]]
+
+    every = {h.text for s in SPECS.values() for h in s.args_heads}
+    assert set(heads(Engine.GENERIC)) == every
+    for engine in Engine:
+        if engine is not Engine.GENERIC:
+            assert heads(engine) == [h.text for h in engine.spec.args_heads]
 
 
 def test_the_agent_queries_the_columns_core_reads() -> None:

@@ -20,13 +20,18 @@ from tui.core.launch.diff import (
     same,
     speculative,
 )
-from tui.core.launch.reported import ReportedFormat, Unparsed, parse_reported
-from tui.core.metrics.model import Engine
+from tui.core.launch.reported import Unparsed, parse_reported
+from tui.engines import Engine
 from tui.hostsfile import parse_config
 from tui.remote.transport import Transport
 
 SGLANG = ("python3", "-m", "sglang.launch_server")
 VLLM = ("vllm", "serve")
+#: The forms of the args lines (ArgsHead.form, the "format" of the launch diff's JSON).
+SGLANG_REPR = "sglang-server-args"
+SGLANG_DICT = "sglang-server-args-dict"
+VLLM_NON_DEFAULT = "vllm-non-default-args"
+VLLM_NAMESPACE = "vllm-args-namespace"
 
 # --- reported args lines (formats from the engines' sources, values invented) -----------------
 
@@ -63,7 +68,7 @@ NAMESPACE = (
 def test_sglang_server_args_repr_is_read_as_literals() -> None:
     reported = parse_reported(SERVER_ARGS_REPR, offset=42)
     assert reported is not None
-    assert reported.format is ReportedFormat.SGLANG_REPR and reported.complete
+    assert reported.format.form == SGLANG_REPR and reported.complete
     values = reported.values
     assert values["model_path"] == "Qwen/Qwen3-8B"
     assert values["mem_fraction_static"] == 0.87 and values["tp_size"] == 2
@@ -73,13 +78,13 @@ def test_sglang_server_args_repr_is_read_as_literals() -> None:
     assert values["json_model_override_args"] == '{"a": 1}'
     assert values["weird"] == Unparsed("<object object at 0x7f00deadbeef>")
     assert values["hf_config"] == Unparsed("SomeConfig(x=1, y=(2, 3))")
-    assert reported.offset == 42 and reported.engine is Engine.SGLANG
+    assert reported.offset == 42 and reported.engine == Engine.SGLANG.value
 
 
 @pytest.mark.unit
 def test_sglang_server_args_dict() -> None:
     reported = parse_reported(SERVER_ARGS_DICT)
-    assert reported is not None and reported.format is ReportedFormat.SGLANG_DICT
+    assert reported is not None and reported.format.form == SGLANG_DICT
     assert reported.values["nested"] == {"a": [1, 2], "b": None}
     assert reported.values["api_key"] == "<redacted>"
     assert reported_speculative(reported) == "EAGLE3"
@@ -88,7 +93,7 @@ def test_sglang_server_args_dict() -> None:
 @pytest.mark.unit
 def test_vllm_non_default_args() -> None:
     reported = parse_reported(NON_DEFAULT)
-    assert reported is not None and reported.format is ReportedFormat.VLLM_NON_DEFAULT
+    assert reported is not None and reported.format.form == VLLM_NON_DEFAULT
     assert not reported.complete
     assert reported.values["speculative_config"] == {
         "method": "eagle3",
@@ -100,7 +105,7 @@ def test_vllm_non_default_args() -> None:
 @pytest.mark.unit
 def test_vllm_namespace() -> None:
     reported = parse_reported(NAMESPACE)
-    assert reported is not None and reported.format is ReportedFormat.VLLM_NAMESPACE
+    assert reported is not None and reported.format.form == VLLM_NAMESPACE
     assert reported.values["allowed_origins"] == ["*"]
     assert reported.values["tensor_parallel_size"] == 2
     assert reported_speculative(reported) is None
@@ -172,7 +177,7 @@ def test_command_lines_split_into_program_positionals_and_flags() -> None:
         ]
     )
     assert flags.program == ("/opt/venv/bin/python3.11", "-u", "-m", "sglang.launch_server")
-    assert flags.engine is Engine.SGLANG
+    assert flags.engine == Engine.SGLANG.value
     assert flags.flags["--cuda-graph-bs"].values == ("1", "2", "4")
     assert flags.flags["--enable-metrics"].values == ()
     assert flags.flags["--tp-size"].values == ("2",)
@@ -184,7 +189,7 @@ def test_vllm_serve_model_is_the_model_flag() -> None:
     flags = FlagSet.parse(
         ["vllm", "serve", "Qwen/Qwen3-8B", "-tp", "2", "--no-enable-prefix-caching"]
     )
-    assert flags.engine is Engine.VLLM and flags.program == ("vllm", "serve")
+    assert flags.engine == Engine.VLLM.value and flags.program == ("vllm", "serve")
     assert flags.flags["--model"].values == ("Qwen/Qwen3-8B",)
     by_dest = flags.by_dest(Engine.VLLM)
     assert by_dest["tensor_parallel_size"].value() == 2
@@ -194,7 +199,7 @@ def test_vllm_serve_model_is_the_model_flag() -> None:
 @pytest.mark.unit
 def test_a_wrapper_before_double_dash_is_the_program() -> None:
     flags = FlagSet.parse(["python", "-m", "tui", "sim", "--engine", "sglang", "--", "--tp", "2"])
-    assert flags.program[-1] == "--" and flags.engine is Engine.SGLANG
+    assert flags.program[-1] == "--" and flags.engine == Engine.SGLANG.value
     assert list(flags.flags) == ["--tp"]
 
 
@@ -456,9 +461,9 @@ def test_sglang_printing_nextn_as_eagle_is_not_a_change() -> None:
 @pytest.mark.parametrize(
     ("engine", "version", "expected"),
     [
-        ("sglang", "0.5.18", ReportedFormat.SGLANG_REPR),
-        ("sglang", "0.5.20", ReportedFormat.SGLANG_DICT),  # server_args={...}
-        ("vllm", "0.33.0", ReportedFormat.VLLM_NON_DEFAULT),
+        ("sglang", "0.5.18", SGLANG_REPR),
+        ("sglang", "0.5.20", SGLANG_DICT),  # server_args={...}
+        ("vllm", "0.33.0", VLLM_NON_DEFAULT),
     ],
 )
 async def test_the_probe_brings_back_each_releases_args_line(
@@ -468,7 +473,7 @@ async def test_the_probe_brings_back_each_releases_args_line(
     *,
     engine: str,
     version: str,
-    expected: ReportedFormat,
+    expected: str,
 ) -> None:
     log = tmp_path / "serve.log"
     server = Server(log, engine, version=version)
@@ -482,9 +487,9 @@ async def test_the_probe_brings_back_each_releases_args_line(
     (report,) = await report_host(transport, host, gpus=False)
     assert report.assessment.run is not None and report.assessment.run.root.pid == server.pid
     assert report.launch is not None and report.launch.reported is not None
-    assert report.launch.reported.format is expected
+    assert report.launch.reported.format.form == expected
     assert report.launch.reported.values["port"] == server.port
-    assert report.to_json()["launch"]["reported"]["format"] == expected.value
+    assert report.to_json()["launch"]["reported"]["format"] == expected
 
 
 @pytest.mark.unit

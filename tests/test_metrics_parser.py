@@ -13,18 +13,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tui.core.metrics.boundaries import LogScanner, RunEvent, RunEventKind, RunMarker
+from tui.core.metrics.boundaries import LogScanner, RunEvent, RunEventKind
 from tui.core.metrics.fields import field_value, split_fields
-from tui.core.metrics.model import Engine, Metric, MetricKind, MetricSample
+from tui.core.metrics.model import Metric, MetricSample
 from tui.core.metrics.parse import MetricsParser
 from tui.core.metrics.stamps import infer_year
+from tui.engines import Engine
 
 pytestmark = pytest.mark.unit
 
-D = MetricKind.SGLANG_DECODE
-P = MetricKind.SGLANG_PREFILL
-V = MetricKind.VLLM_STATS
-S = MetricKind.VLLM_SPEC
+D = "sglang-decode"
+P = "sglang-prefill"
+V = "vllm-stats"
+S = "vllm-spec"
 
 GEN = Metric.GEN_THROUGHPUT
 PRE = Metric.PREFILL_THROUGHPUT
@@ -472,7 +473,7 @@ VARIANTS = [
     (
         "vllm-0.6.6-v0-prefix-cache-line",
         "INFO 12-20 10:00:07 metrics.py:470] Prefix cache hit rate: GPU: 12.50%, CPU: 0.00%",
-        MetricKind.VLLM_PREFIX_CACHE,
+        "vllm-prefix-cache",
         {HIT: 0.125},
         {"CPU": 0.0},
         "",
@@ -513,7 +514,7 @@ VARIANTS = [
         "vllm-0.26-diffusion",
         "(APIServer pid=7) INFO 07-20 14:02:11 [metrics.py:104] DiffusionDecoding metrics: "
         "Committed token throughput: 812.50 tokens/s, Mean denoising steps per canvas: 4.20",
-        MetricKind.VLLM_DIFFUSION,
+        "vllm-diffusion",
         {GEN: 812.5},
         {"Mean denoising steps per canvas": 4.2},
         "",
@@ -527,14 +528,14 @@ VARIANTS = [
 )
 def test_every_format_variant_parses(
     line: str,
-    kind: MetricKind,
+    kind: str,
     values: dict[Metric, float],
     fields: dict[str, object],
     source: str,
 ) -> None:
     sample = MetricsParser(reference=REFERENCE).parse_line(line, 1234)
     assert sample is not None
-    assert sample.kind is kind
+    assert sample.kind == kind
     assert sample.offset == 1234
     assert sample.source == source
     for metric, value in values.items():
@@ -544,13 +545,13 @@ def test_every_format_variant_parses(
         assert typed[key] == (pytest.approx(value) if isinstance(value, float) else value), key
     # every pair of the line is kept, known or not
     assert len(sample.raw) >= len(values)
-    assert sample.engine is (Engine.SGLANG if kind.value.startswith("sglang") else Engine.VLLM)
+    assert sample.engine == kind.split("-", maxsplit=1)[0]
 
 
 @pytest.mark.parametrize("case", VARIANTS, ids=[c[0] for c in VARIANTS])
 def test_the_other_engine_does_not_read_a_line(case: tuple) -> None:
     line, kind = case[1], case[2]
-    other = Engine.VLLM if kind.value.startswith("sglang") else Engine.SGLANG
+    other = Engine.VLLM if kind.startswith("sglang") else Engine.SGLANG
     assert MetricsParser(other, reference=REFERENCE).parse_line(line, 0) is None
 
 
@@ -826,10 +827,10 @@ def test_two_sglang_runs_in_one_file_are_two_runs() -> None:
     events = [f for f in found if isinstance(f, RunEvent)]
     samples = [f for f in found if isinstance(f, MetricSample)]
     assert [(e.kind, e.run, e.marker) for e in events] == [
-        (RunEventKind.STARTED, 1, RunMarker.SGLANG_SERVER_ARGS),
-        (RunEventKind.READY, 1, RunMarker.SGLANG_READY),
-        (RunEventKind.STARTED, 2, RunMarker.SGLANG_SERVER_ARGS),
-        (RunEventKind.READY, 2, RunMarker.SGLANG_READY),
+        (RunEventKind.STARTED, 1, "sglang-args"),
+        (RunEventKind.READY, 1, "sglang-ready"),
+        (RunEventKind.STARTED, 2, "sglang-args"),
+        (RunEventKind.READY, 2, "sglang-ready"),
     ]
     assert [s.run for s in samples] == [1, 2]
     assert events[2].offset == sum(len(x.encode()) + 1 for x in [*SGLANG_RUN, "Killed"])
@@ -841,10 +842,10 @@ def test_vllm_version_and_args_lines_are_one_run() -> None:
     found = scan(VLLM_RUN + VLLM_RUN)
     events = [f for f in found if isinstance(f, RunEvent)]
     assert [(e.kind, e.run, e.marker) for e in events] == [
-        (RunEventKind.STARTED, 1, RunMarker.VLLM_VERSION),
-        (RunEventKind.READY, 1, RunMarker.VLLM_READY),
-        (RunEventKind.STARTED, 2, RunMarker.VLLM_VERSION),
-        (RunEventKind.READY, 2, RunMarker.VLLM_READY),
+        (RunEventKind.STARTED, 1, "vllm-start"),
+        (RunEventKind.READY, 1, "vllm-ready"),
+        (RunEventKind.STARTED, 2, "vllm-start"),
+        (RunEventKind.READY, 2, "vllm-ready"),
     ]
     assert [f.run for f in found if isinstance(f, MetricSample)] == [1, 2]
 
@@ -857,8 +858,8 @@ def test_vllm_without_version_line_starts_runs_at_the_args_line() -> None:
     ]
     found = scan(args + args)
     assert [(f.run, f.marker) for f in found if isinstance(f, RunEvent)] == [
-        (1, RunMarker.VLLM_ARGS),
-        (2, RunMarker.VLLM_ARGS),
+        (1, "vllm-args"),
+        (2, "vllm-args"),
     ]
 
 
@@ -867,7 +868,7 @@ def test_lines_before_any_startup_are_run_zero_and_engines_do_not_merge_runs() -
     found = scan([decode, *SGLANG_RUN, *VLLM_RUN])
     assert [f.run for f in found if isinstance(f, MetricSample)] == [0, 1, 2]
     starts = [f for f in found if isinstance(f, RunEvent) and f.kind is RunEventKind.STARTED]
-    assert [s.engine for s in starts] == [Engine.SGLANG, Engine.VLLM]
+    assert [s.engine for s in starts] == [Engine.SGLANG.value, Engine.VLLM.value]
 
 
 def test_sglang_uvicorn_startup_line_is_not_a_vllm_ready_line() -> None:

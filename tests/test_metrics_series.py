@@ -7,10 +7,11 @@ from datetime import datetime
 import pytest
 
 from tui.core.metrics.boundaries import LogScanner
-from tui.core.metrics.model import Engine, Metric, MetricKind, MetricSample, Unit, series_label
+from tui.core.metrics.model import Metric, MetricSample, Unit
 from tui.core.metrics.prometheus import PrometheusReader
 from tui.core.metrics.series import SeriesKey, SeriesPoint, SeriesStore
 from tui.core.metrics.stamps import to_epoch
+from tui.engines import Engine
 
 pytestmark = pytest.mark.unit
 
@@ -148,7 +149,7 @@ def test_labels_keep_dp_ranks_and_engines_apart() -> None:
     ],
 )
 def test_series_labels(engine: Engine, source: str, label: str) -> None:
-    assert series_label(engine, source) == label
+    assert engine.spec.series_label(source) == label
 
 
 def test_gpu_values_go_in_as_their_own_series() -> None:
@@ -235,7 +236,7 @@ vllm:time_to_first_token_seconds_sum{{engine="0",model_name="X"}} 0.5
 def test_sglang_metrics_text_maps_to_series() -> None:
     sample = PrometheusReader().read(SGLANG_METRICS, datetime(2026, 1, 1, 12, 0))
     assert sample is not None
-    assert sample.kind is MetricKind.PROMETHEUS and sample.engine is Engine.SGLANG
+    assert sample.kind == "prometheus" and sample.engine == Engine.SGLANG.value
     assert sample.values[Metric.RUNNING] == 7.0  # tp_rank 1 is the same requests
     assert sample.values[Metric.GEN_THROUGHPUT] == pytest.approx(0.83712844574)
     assert sample.values[Metric.TOKEN_USAGE] == 0.25
@@ -247,7 +248,7 @@ def test_sglang_metrics_text_maps_to_series() -> None:
 def test_vllm_counters_become_rates_from_the_second_scrape() -> None:
     reader = PrometheusReader()
     first = reader.read(vllm_metrics(1000, 0, 0, 0), datetime(2026, 1, 1, 12, 0, 0))
-    assert first is not None and first.engine is Engine.VLLM
+    assert first is not None and first.engine == Engine.VLLM.value
     assert first.values[Metric.RUNNING] == 8.0
     assert first.values[Metric.QUEUED] == 2.0
     assert first.values[Metric.TOKEN_USAGE] == pytest.approx(0.4)

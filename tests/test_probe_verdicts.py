@@ -485,7 +485,11 @@ def test_a_line_of_the_start_second_after_another_runs_is_not_taken_for_this_run
 ) -> None:
     """Stamps are whole seconds: an older run's ready line stamped in the second the new
     run started (it ended then) must not become the new run's anchor."""
+    from tui.agent.logtime import Dater
     from tui.agent.readiness import find_anchor
+    from tui.engines import SPECS
+
+    stamps = [[s.pattern, s.kind] for s in SPECS["sglang"].stamps]
 
     s = int(time.time()) - 100
 
@@ -501,10 +505,10 @@ def test_a_line_of_the_start_second_after_another_runs_is_not_taken_for_this_run
     log.write_bytes(data)
     fd = os.open(log, os.O_RDONLY)
     try:
-        at, how = find_anchor(fd, len(data), s + 0.7, time.time(), None)
+        at, how = find_anchor(fd, len(data), s + 0.7, Dater(stamps, time.time()), None)
         assert at is None and "share the start's second" in how
         # A line stamped after that second is this run's, as before.
-        at, how = find_anchor(fd, len(data), s + 0.7 - 1, time.time(), None)
+        at, how = find_anchor(fd, len(data), s + 0.7 - 1, Dater(stamps, time.time()), None)
         assert at is not None
     finally:
         os.close(fd)

@@ -12,16 +12,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from tui.engines import Engine
 from tui.errors import UsageError
+
+__all__ = ["Engine"]
 
 DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_KEEPALIVE_INTERVAL = 15.0
-
-
-class Engine(enum.Enum):
-    SGLANG = "sglang"
-    VLLM = "vllm"
-    GENERIC = "generic"
 
 
 class HostKeyPolicy(enum.Enum):

@@ -4,7 +4,7 @@ import os
 import stat
 
 from .files import NotRegular, cannot_read, open_file, stat_or_none
-from .logtime import first_time, last_time
+from .logtime import Dater
 
 LOG_HEAD = 4096
 LOG_TAIL = 8192
@@ -22,10 +22,11 @@ def stat_facts(path, st):
     }
 
 
-def log_facts(path, tail_bytes=0):
+def log_facts(path, tail_bytes=0, stamps=()):
     """The log's identity, size and first and last stamps, from an fd on it (see
-    open_file). When it cannot be read, ``problem`` says why in plain words; a regular
-    file we may not read still has what stat tells of it."""
+    open_file), its lines dated by ``stamps`` (see logtime). When it cannot be read,
+    ``problem`` says why in plain words; a regular file we may not read still has what
+    stat tells of it."""
     try:
         fd = open_file(path)
     except OSError as error:
@@ -50,6 +51,7 @@ def log_facts(path, tail_bytes=0):
         last = tail[-tail_bytes:]
         facts["tail_offset"] = st.st_size - len(last)
         facts["tail"] = base64.b64encode(last).decode("ascii")
-    facts["first_ts"] = first_time(head, st.st_mtime)
-    facts["last_ts"] = last_time(tail, st.st_mtime)
+    dater = Dater(stamps, st.st_mtime)
+    facts["first_ts"] = dater.first(head)
+    facts["last_ts"] = dater.last(tail)
     return facts

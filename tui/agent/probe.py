@@ -44,7 +44,7 @@ def http_status(port, path="/health"):
 def probe_service(view, service):
     log_path = service["log"]
     try:
-        log = log_facts(log_path, int(service.get("tail_bytes") or 0))
+        log = log_facts(log_path, int(service.get("tail_bytes") or 0), service.get("stamps"))
     except OSError as error:
         raise ServiceFailed("cannot read the log %s: %s" % (log_path, reason_of(error))) from None
     log_file = LogFile(log_path)
@@ -71,12 +71,7 @@ def probe_service(view, service):
         ):
             try:
                 run["ready"] = readiness(
-                    log_path,
-                    run,
-                    record if "record" in run["sources"] else None,
-                    service.get("ready", []),
-                    service.get("engine"),
-                    service.get("args_heads") or (),
+                    log_path, run, record if "record" in run["sources"] else None, service
                 )
             except OSError as error:
                 raise ServiceFailed(

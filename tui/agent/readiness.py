@@ -3,44 +3,48 @@
 import os
 
 from .files import cannot_read, open_file
-from .logtime import first_time, last_time, line_time
+from .logtime import Dater
 
 READY_SCAN = 8 * 1024 * 1024
 # How far past the anchor to look for the line where the server prints the arguments it
 # really runs with (the request names that line's heads: "args_heads").
 ARGS_SCAN = 4 * 1024 * 1024
+# An args dump of many lines (an ``until`` head) is read up to this many lines and bytes.
+ARGS_DUMP_LINES = 200
+ARGS_DUMP_BYTES = 64 * 1024
 # Start times are known to 1/100 s (clock ticks and /proc/uptime); allow that much.
 START_SLACK = 0.05
 
 
-def find_anchor(fd, size, start_time, clock, pid_tag):
+def find_anchor(fd, size, start_time, dater, pid_tag):
     """Offset of the first byte this run wrote, and how it was found (or None, reason).
 
     The first line stamped at or after the process start (timestamps are whole
     seconds, so a line of the same second from another run makes the answer
     unsure). A vLLM run tags its lines with its pid, but pids come back (every
     container counts from 1), so a tagged line is this run's only when it is also
-    stamped at or after the start.
+    stamped at or after the start. (A log stamped by time since its process started
+    is read by :func:`elapsed_anchor`.)
     """
     start = int(start_time)
-    low = before_start(fd, size, start, clock)
+    low = before_start(fd, size, start, dater)
     if pid_tag:
         span = (low, min(size, low + READY_SCAN))
-        at, how = first_tagged(fd, span, pid_tag, start, clock)
+        at, how = first_tagged(fd, span, pid_tag, start, dater)
         if at is not None or how is not None:
             return at, how
     chunk = os.pread(fd, min(size - low, 1024 * 1024), low)
     offset = low
     previous_ts = None
     for line in chunk.split(b"\n"):
-        ts = line_time(line, clock)
+        ts = dater.time(line)
         if ts is not None and ts >= start:
             if ts == start and offset > 0:
                 # Stamped in the very second the process started, after other lines:
                 # an older run (ended in that second) may have written it.
                 return None, "a line of another run may share the start's second"
             if offset > 0 and previous_ts is None and low == offset:
-                previous = last_time(os.pread(fd, 4096, max(0, offset - 4096)), clock)
+                previous = dater.last(os.pread(fd, 4096, max(0, offset - 4096)))
                 if previous is not None and previous >= start:
                     return None, "the log's timestamps are not in order"
             return offset, "timestamps"
@@ -52,7 +56,31 @@ def find_anchor(fd, size, start_time, clock, pid_tag):
     return None, "no timestamps to place the start"
 
 
-def before_start(fd, size, start, clock):
+def elapsed_anchor(fd, size, dater):
+    """(offset, how) of a run in a log whose stamps count from its process's start: the
+    last line whose stamp is smaller than the stamped line before it (a process started
+    over there). When they never start over the log cannot tell whether its first
+    process is this run: (None, why)."""
+    elapsed = Dater(
+        [[p.pattern.decode("utf-8", "surrogateescape"), k] for p, k in dater.patterns], 0, 0
+    )
+    previous = None
+    restart = None
+    for offset, line in lines_in(fd, 0, size):
+        ts = elapsed.time(line)
+        if ts is None:
+            continue
+        if previous is not None and ts < previous:
+            restart = offset
+        previous = ts
+    if restart is not None:
+        return restart, "the stamps start over"
+    if previous is None:
+        return None, "no timestamps to place the start"
+    return None, "cannot tell: the stamps count from a process's start and never start over"
+
+
+def before_start(fd, size, start, dater):
     """A line start at or before the first line stamped ``start`` or later (0 when
     the timestamps cannot tell): a binary search over line starts."""
     low, high = 0, size
@@ -62,7 +90,7 @@ def before_start(fd, size, start, clock):
         newline = chunk.find(b"\n")
         if newline < 0:
             break
-        ts = first_time(chunk[newline + 1 :], clock)
+        ts = dater.first(chunk[newline + 1 :])
         if ts is None:
             break
         if ts < start:
@@ -72,7 +100,7 @@ def before_start(fd, size, start, clock):
     return low
 
 
-def first_tagged(fd, span, tag, start, clock):
+def first_tagged(fd, span, tag, start, dater):
     """(offset, "pid tag") of the first line in ``span`` that carries ``tag`` and is
     stamped at or after ``start``; (None, why) when the only tagged lines after the
     older ones carry no stamp (uvicorn's, tracebacks), so they may be either run's;
@@ -81,7 +109,7 @@ def first_tagged(fd, span, tag, start, clock):
     for offset, line in lines_in(fd, *span):
         if tag not in line:
             continue
-        ts = line_time(line, clock)
+        ts = dater.time(line)
         if ts is None:
             undated = True
         elif ts >= start:
@@ -121,14 +149,16 @@ def lines_in(fd, start, end, keep=65536):
         yield line_at, head
 
 
-def holds_whole_run(fd, anchor, start_time, clock):
+def holds_whole_run(fd, anchor, start_time, dater):
     """Whether the log provably holds this run's output from its first byte: a line
     stamped before the run started lies just before the anchor. A log cut since the
     run began (logrotate's copytruncate) starts inside the run and holds none, so a
     ready line it lacks may have been cut away."""
     if anchor <= 0:
         return False
-    ts = last_time(os.pread(fd, 4096, max(0, anchor - 4096)), clock)
+    if dater.elapsed:
+        return True  # the anchor is where a process's stamps start over: its first line
+    ts = dater.last(os.pread(fd, 4096, max(0, anchor - 4096)))
     return ts is not None and ts < int(start_time)
 
 
@@ -159,13 +189,61 @@ def scan_for(fd, start, end, needles, limit=READY_SCAN):
     return None
 
 
-def readiness(log_path, run, record, ready_patterns, engine, args_heads=()):  # noqa: PLR0917
+def args_heads_of(heads):
+    """[(head bytes, until bytes or None)] of the request's heads: objects ``{text, until}``,
+    [text, until] pairs or plain texts."""
+    found = []
+    for head in heads or ():
+        if isinstance(head, dict):
+            text, until = head.get("text"), head.get("until")
+        elif isinstance(head, (list, tuple)):
+            text, until = (*head, None)[:2]
+        else:
+            text, until = head, None
+        if isinstance(text, str) and text:
+            found.append(
+                (text.encode(), until.encode() if isinstance(until, str) and until else None)
+            )
+    return found
+
+
+def args_line(fd, anchor, size, heads):
+    """The line where the server prints the args it runs with (past ``anchor``), or None;
+    for a head with ``until``, its lines up to the first that starts with it, joined
+    by newlines (at most ARGS_DUMP_LINES lines, ARGS_DUMP_BYTES bytes)."""
+    if not heads:
+        return None
+    found = scan_for(fd, anchor, size, [text for text, _ in heads], limit=ARGS_SCAN)
+    if found is None:
+        return None
+    offset, line = found
+    raw = line.encode("utf-8", "surrogateescape")
+    until = next((u for t, u in heads if t in raw), None)
+    if until is None:
+        return line
+    lines = []
+    total = 0
+    end = min(size, offset + ARGS_DUMP_BYTES)
+    for _, text in lines_in(fd, offset, end, keep=ARGS_DUMP_BYTES):
+        lines.append(text)
+        total += len(text) + 1
+        if (lines[1:] and text.lstrip().startswith(until)) or len(lines) >= ARGS_DUMP_LINES:
+            break
+        if total >= ARGS_DUMP_BYTES:
+            break
+    return b"\n".join(lines).decode("utf-8", "replace")
+
+
+def readiness(log_path, run, record, service):
     """Where this run's bytes begin in the log, and whether its ready line is there.
 
-    ``seen`` is False only as far as the log shows; ``cut`` says the log may have lost
-    the run's first bytes (it begins inside the run), so a ready line it lacks may
-    have been there: then /health is asked (see probe_service).
+    ``service`` is the request's entry: its ``ready`` lines, ``stamps``, ``pid_tag`` and
+    ``args_heads``. ``seen`` is False only as far as the log shows; ``cut`` says the log
+    may have lost the run's first bytes (it begins inside the run), so a ready line it
+    lacks may have been there: then /health is asked (see probe_service).
     """
+    ready_patterns = service.get("ready") or []
+    heads = args_heads_of(service.get("args_heads"))
     try:
         fd = open_file(log_path)
     except FileNotFoundError:
@@ -174,7 +252,7 @@ def readiness(log_path, run, record, ready_patterns, engine, args_heads=()):  # 
         return {"anchor": None, "source": cannot_read(log_path, error), "seen": None}
     try:
         st = os.fstat(fd)
-        clock = st.st_mtime
+        dater = Dater(service.get("stamps"), st.st_mtime, run["start_time"])
         anchor, source, cut = None, None, True
         if record and (record.get("dev"), record.get("inode")) == (st.st_dev, st.st_ino):
             anchor, source = record.get("launch_offset"), "run record"
@@ -188,21 +266,22 @@ def readiness(log_path, run, record, ready_patterns, engine, args_heads=()):  # 
         elif st.st_mtime < run["start_time"] - START_SLACK:
             anchor, source, cut = st.st_size, "nothing written since the start", False
         else:
-            tag = None
-            if engine == "vllm":
-                tag = ("pid=%d)" % run["pid"]).encode()
-            anchor, source = find_anchor(fd, st.st_size, run["start_time"], clock, tag)
+            tag = service.get("pid_tag")
+            tag = (tag % run["pid"]).encode() if isinstance(tag, str) and "%d" in tag else None
+            if dater.elapsed:
+                anchor, source = elapsed_anchor(fd, st.st_size, dater)
+            else:
+                anchor, source = find_anchor(fd, st.st_size, run["start_time"], dater, tag)
         if anchor is None:
             return {"anchor": None, "source": source, "seen": None}
         if cut:
-            cut = not holds_whole_run(fd, anchor, run["start_time"], clock)
-        heads = [h.encode() for h in args_heads]
-        args_line = scan_for(fd, anchor, st.st_size, heads, limit=ARGS_SCAN) if heads else None
+            cut = not holds_whole_run(fd, anchor, run["start_time"], dater)
+        args = args_line(fd, anchor, st.st_size, heads)
         if not ready_patterns:
             return {
                 "anchor": anchor,
                 "seen": None,
-                "args_line": args_line[1] if args_line else None,
+                "args_line": args,
                 "source": "no ready line is known for this engine (set ready: in hosts.yaml)",
             }
         found = scan_for(fd, anchor, st.st_size, [p.encode() for p in ready_patterns])
@@ -212,11 +291,11 @@ def readiness(log_path, run, record, ready_patterns, engine, args_heads=()):  # 
             "seen": found is not None,
             "cut": cut and found is None,
             "complete": st.st_size - anchor <= READY_SCAN,
-            "args_line": args_line[1] if args_line else None,
+            "args_line": args,
         }
         if found is not None:
             result["offset"], result["line"] = found
-            result["at"] = line_time(found[1].encode(), clock)
+            result["at"] = dater.time(found[1].encode())
         elif not result["complete"]:
             result["seen"] = None
             result["source"] = "the run wrote more than %d MiB before any ready line" % (

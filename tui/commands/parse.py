@@ -38,9 +38,10 @@ from tui.cli import add_json_option
 from tui.core.lines import line_text
 from tui.core.logcursor import MAX_LINE_BYTES
 from tui.core.metrics.boundaries import LogScanner, RunEvent, RunEventKind
-from tui.core.metrics.model import Engine, Metric, MetricSample
+from tui.core.metrics.model import Metric, MetricSample
 from tui.core.metrics.stamps import YEAR_SLACK
 from tui.core.sanitize import printable
+from tui.engines import readable
 from tui.errors import UsageError
 
 SCHEMA = 1
@@ -51,7 +52,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="FILE|-", help="a saved log, or - for stdin")
     parser.add_argument(
         "--engine",
-        choices=[e.value for e in Engine],
+        choices=[e.name for e in readable()],
         help="read only this engine's formats (default: detect from the lines)",
     )
     parser.add_argument(
@@ -65,7 +66,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    engine = Engine(args.engine) if args.engine else None
+    engine: str | None = args.engine or None
     with _open(args.file) as (stream, mtime):
         reference = _reference(args.year, mtime)
         scanner = LogScanner(engine, reference=reference)
@@ -261,12 +262,12 @@ class Report:
 
     def run_end(self, summary: RunSummary) -> None: ...
 
-    def end(self, lines: int, metric_lines: int, runs: int, engine: Engine | None) -> None: ...
+    def end(self, lines: int, metric_lines: int, runs: int, engine: str | None) -> None: ...
 
 
 class JsonReport(Report):
     def __init__(
-        self, out: TextIO, path: str, engine: Engine | None, reference: datetime | None
+        self, out: TextIO, path: str, engine: str | None, reference: datetime | None
     ) -> None:
         self.out = out
         self._write(
@@ -274,7 +275,7 @@ class JsonReport(Report):
                 "type": "file",
                 "schema": SCHEMA,
                 "path": path,
-                "engine": None if engine is None else engine.value,
+                "engine": engine,
                 "year_reference": _iso(reference),
             }
         )
@@ -292,14 +293,14 @@ class JsonReport(Report):
         if summary.stats or summary.events:
             self._write(summary.to_json())
 
-    def end(self, lines: int, metric_lines: int, runs: int, engine: Engine | None) -> None:
+    def end(self, lines: int, metric_lines: int, runs: int, engine: str | None) -> None:
         self._write(
             {
                 "type": "end",
                 "lines": lines,
                 "metric_lines": metric_lines,
                 "runs": runs,
-                "engine": None if engine is None else engine.value,
+                "engine": engine,
             }
         )
 
@@ -341,8 +342,8 @@ class TextReport(Report):
             self.out.write("  " + "  ".join(cells).rstrip() + "\n")
         self.out.write("\n")
 
-    def end(self, lines: int, metric_lines: int, runs: int, engine: Engine | None) -> None:
-        what = engine.value if engine else "engine unknown"
+    def end(self, lines: int, metric_lines: int, runs: int, engine: str | None) -> None:
+        what = engine or "engine unknown"
         self.out.write(
             f"{printable(self.path)}: {what}, {lines:,} lines, {metric_lines:,} metric lines, "
             f"{runs} run{'s' if runs != 1 else ''} started\n"
@@ -360,5 +361,5 @@ def _run_heading(summary: RunSummary) -> str:
     for event in summary.events:
         where = f"byte {event.offset:,}" if event.offset is not None else "?"
         when = f" {_when(event.ts)}" if event.ts is not None else ""
-        parts.append(f"{event.kind.value}{when} at {where} ({event.marker.value})")
+        parts.append(f"{event.kind.value}{when} at {where} ({event.marker})")
     return " · ".join(parts)

@@ -21,8 +21,8 @@ Rules:
   check the sampling parameters.
 * ``death-line`` — the run (or, when no process writes the log, the log's last run)
   printed a line that says part of the server died (the engine's death lines in
-  :mod:`tui.core.engines`): a child was killed, the engine core is gone, the
-  scheduler crashed. The process may still answer for a while, failing requests.
+  :attr:`tui.engines.spec.EngineSpec.deaths`): a child was killed, the engine core is
+  gone, the scheduler crashed. The process may still answer for a while, failing requests.
 """
 
 from __future__ import annotations
@@ -32,11 +32,11 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tui.core.engines import death_lines
 from tui.core.gpu import ServiceGpus
 from tui.core.launch.diff import LaunchDiff, reported_speculative
 from tui.core.metrics.model import Metric, Unit
 from tui.core.metrics.series import SeriesPoint, ServiceMetrics
+from tui.engines import spec
 
 
 class HintRule(enum.Enum):
@@ -86,7 +86,7 @@ class DeathWatch:
     so a death line is told the same way wherever it is read."""
 
     def __init__(self, engine: str) -> None:
-        self._needles = death_lines(engine)
+        self._needles = spec(engine).deaths
         self._first: tuple[str, int | None] | None = None
 
     def feed(self, text: str, offset: int | None) -> None:

@@ -28,12 +28,13 @@ from tui.core.launch.reported import parse_reported
 from tui.core.lines import whole_lines
 from tui.core.logcursor import LogLine
 from tui.core.metrics.boundaries import LogScanner, RunEvent, RunEventKind
-from tui.core.metrics.model import Engine, MetricSample
+from tui.core.metrics.model import MetricSample
 from tui.core.metrics.prometheus import PrometheusReaders
 from tui.core.metrics.series import SeriesStore, ServiceMetrics
 from tui.core.runs import Assessment
 from tui.core.secrets import redact_argv
 from tui.core.verdicts import Verdict
+from tui.engines import GENERIC, spec
 
 if TYPE_CHECKING:
     from tui.config import Service
@@ -177,8 +178,9 @@ class ServiceFacts:
         self.gpu_indexes = tuple(gpu_indexes)
         self.stale_after = stale_after
         self.log_metrics = log_metrics
-        self._metrics_engine = Engine.of(engine) if engine in ("sglang", "vllm") else None
-        self._scanner = LogScanner(self._metrics_engine)
+        #: the engine the launch diff reads flags as (None: as the command line says)
+        self._flags_engine = None if spec(engine).name == GENERIC else engine
+        self._scanner = LogScanner(engine)
         self._deaths = DeathWatch(engine)
         self._store = SeriesStore()
         self._readers = prometheus if prometheus is not None else PrometheusReaders()
@@ -335,7 +337,7 @@ class ServiceFacts:
         if run is not None:
             reported = parse_reported(details.args_line) if details.args_line else None
             self._launch = launch_diff(
-                self.intended, list(run.root.cmdline), reported, engine=self._metrics_engine
+                self.intended, list(run.root.cmdline), reported, engine=self._flags_engine
             )
         return self.report(now)
 

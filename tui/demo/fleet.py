@@ -33,7 +33,8 @@ from pathlib import Path
 
 from tui.demo.fleetprocs import Recorded, dies_with_parent, free_ports
 from tui.demo.fleetstate import FOLDER_PREFIX, DemoError, state_dir, stop_folder
-from tui.demo.stories import MODEL, READY_LINES, STORIES, Fate, Story
+from tui.demo.stories import MODEL, STORIES, Fate, Story, ready_lines
+from tui.engines import spec
 from tui.procfs import boot_id, start_ticks
 
 #: The one host of the demo's hosts.yaml (not ``demo``: that is a verb).
@@ -68,8 +69,9 @@ class Member:
             scenario = story.first_scenario
         if first and story.first_flags is not None:
             flags = story.first_flags
-        model = "--model-path" if story.engine == "sglang" else "--model"
-        extra = ("--enable-metrics",) if story.engine == "sglang" else ()
+        engine = spec(story.engine)
+        model = "--" + engine.aliases.get("model", "model").replace("_", "-")
+        extra = engine.metrics_flags
         return [
             sys.executable, "-m", "tui", "sim",
             "--engine", story.engine,
@@ -292,7 +294,8 @@ class Fleet:
     @staticmethod
     def _ready(m: Member) -> bool:
         try:
-            return READY_LINES[m.story.engine] in m.log.read_bytes()
+            text = m.log.read_bytes()
+            return any(line in text for line in ready_lines(m.story.engine))
         except OSError:
             return False
 

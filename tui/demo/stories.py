@@ -11,6 +11,7 @@ import enum
 from dataclasses import dataclass
 
 from tui.core.verdicts import Verdict
+from tui.engines import Engine, spec
 
 MODEL = "Qwen/Qwen3-8B"
 SPEC_FLAGS = (
@@ -23,10 +24,11 @@ SPEC_FLAGS = (
     "--speculative-num-draft-tokens",
     "4",
 )
-READY_LINES = {
-    "sglang": b"The server is fired up and ready to roll!",
-    "vllm": b"Application startup complete.",
-}
+
+
+def ready_lines(engine: str) -> tuple[bytes, ...]:
+    """What the engine's log says once it serves."""
+    return tuple(line.encode() for line in spec(engine).ready)
 
 
 class Fate(enum.Enum):
@@ -71,7 +73,7 @@ class Story:
 STORIES: tuple[Story, ...] = (
     Story(
         name="qwen-mtp",
-        engine="sglang",
+        engine=Engine.SGLANG.value,
         gpu=0,
         seed=1,
         load_seconds=1.5,
@@ -83,7 +85,7 @@ STORIES: tuple[Story, ...] = (
     ),
     Story(
         name="qwen-nomtp",
-        engine="sglang",
+        engine=Engine.SGLANG.value,
         gpu=1,
         seed=2,
         load_seconds=1.5,
@@ -96,7 +98,7 @@ STORIES: tuple[Story, ...] = (
     ),
     Story(
         name="gpu2-dead",
-        engine="vllm",
+        engine=Engine.VLLM.value,
         gpu=2,
         seed=3,
         load_seconds=0.6,
@@ -106,7 +108,7 @@ STORIES: tuple[Story, ...] = (
     ),
     Story(
         name="gpu3-stale",
-        engine="sglang",
+        engine=Engine.SGLANG.value,
         gpu=3,
         seed=4,
         load_seconds=0.6,
@@ -117,7 +119,7 @@ STORIES: tuple[Story, ...] = (
     ),
     Story(
         name="gpu4-oom",
-        engine="sglang",
+        engine=Engine.SGLANG.value,
         gpu=4,
         seed=5,
         load_seconds=1.0,

@@ -66,3 +66,12 @@ def of_program(argv: list[str] | tuple[str, ...]) -> EngineSpec | None:
             if any(base.startswith(program) for program in candidate.programs):
                 return candidate
     return None
+
+
+def of_log(name: object) -> tuple[EngineSpec, ...]:
+    """The engines whose lines a log of engine ``name`` may hold: its own, or every
+    engine's but generic's for a generic server (its log may come from any of them)."""
+    own = spec(name)
+    if own.name != GENERIC:
+        return (own,)
+    return tuple(s for s in SPECS.values() if s.name != GENERIC)

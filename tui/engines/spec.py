@@ -11,8 +11,9 @@ The agent on the host holds no engine knowledge. What it must scan for travels i
 the request as text: ready lines, args-line heads (:class:`ArgsHead`), the stamps
 that date a line (:class:`Stamp`, a regex source and its kind) and the pid tag.
 
-Engine modules import only the standard library, this module and
-:mod:`tui.core.metrics.model` (the canonical metrics and the sample type).
+Engine modules import only the standard library, this package and the pure parts of
+:mod:`tui.core.metrics` (``model``: the canonical metrics and the sample type;
+``fields``; ``stamps``), none of which imports the registry.
 """
 
 from __future__ import annotations
@@ -40,6 +41,15 @@ class ArgsHead:
     form: str
     complete: bool = True
     until: str | None = None
+
+
+class ReportedValues(dict):
+    """What an args line reports (argparse destination -> value), in line order.
+
+    ``truncated`` is true when the line ended before its closing bracket (a cut
+    line): the values seen are kept, the rest is unknown."""
+
+    truncated: bool = False
 
 
 class StampKind:
@@ -90,7 +100,9 @@ class Prometheus:
     which accept length and rate are derived; ``None`` when the engine has none.
     ``prefix`` starts every name of this engine's own (``vllm:``, ``tgi_``): a page
     is this engine's when one of its names does. ``skip_labels``: (label, value)
-    pairs whose samples are left out (another TP rank's copy of the same figure).
+    pairs whose samples are left out. ``only_labels``: (label, value) pairs a sample
+    that carries that label must match, else it is left out (another TP rank's copy
+    of the same figure: ``("tp_rank", "0")``).
     """
 
     gauges: Mapping[str, tuple[Metric, bool]] = field(default_factory=dict)
@@ -98,6 +110,7 @@ class Prometheus:
     acceptance: tuple[str, str, str] | None = None
     prefix: str = ""
     skip_labels: tuple[tuple[str, str], ...] = ()
+    only_labels: tuple[tuple[str, str], ...] = ()
 
 
 class LineReader(Protocol):
@@ -156,12 +169,15 @@ class EngineSpec:
     #: speculative algorithms the server runs, and prints, under another name
     #: (SGLang's NEXTN runs as EAGLE): said in words on the launch pane
     algorithm_aliases: Mapping[str, str] = field(default_factory=dict)
+    #: flags the server needs to serve ``/metrics`` (SGLang's ``--enable-metrics``)
+    metrics_flags: tuple[str, ...] = ()
     #: startup phases in the order the engine goes through them
     phases: tuple[Phase, ...] = ()
     prometheus: Prometheus = field(default_factory=Prometheus)
     #: the metric-line reader; ``None`` for an engine whose log babysit cannot read
     reader: ReaderFactory | None = None
-    #: (line, head) -> the reported values, or None; ``None`` when the engine prints none
+    #: (line, head) -> the reported values (a :class:`ReportedValues` says whether the
+    #: line was cut), or None; ``None`` when the engine prints none
     read_reported: Callable[[str, ArgsHead], Mapping[str, object] | None] | None = None
     #: a sample's ``source`` -> its series label (``DP1``, ``engine 1``, or ``""``)
     series_label: Callable[[str], str] = field(default=lambda source: "")

@@ -50,8 +50,9 @@ from tui.agent.protocol import (
 )
 from tui.config import MAX_GRACE, Service
 from tui.core.answers import AnswerError, Fields, decode, read
-from tui.core.launch.argv import ALIASES, FlagSet
+from tui.core.launch.argv import FlagSet
 from tui.core.runs import Run
+from tui.engines import GENERIC
 from tui.errors import BabysitError, TransportError, UsageError
 from tui.ops.kill_outcome import KillEvent
 from tui.remote.agentcall import run_agent, stream_agent
@@ -99,7 +100,7 @@ def max_processes(run: Run, service: Service | None) -> int:
     pipeline x data parallel, from the run's command line, and at least one per GPU of
     ``gpus:``) :data:`PROCESSES_PER_RANK`, plus :data:`PROCESSES_SHARED`. A larger tree
     is not a server: it is what a match on a shell, a session or init would find."""
-    engine = {e.value: e for e in ALIASES}.get(service.engine.value) if service else None
+    engine = service.engine.value if service and service.engine.value != GENERIC else None
     flags = FlagSet.parse(run.root.cmdline)
     by_dest = flags.by_dest(None)
     if engine is not None:

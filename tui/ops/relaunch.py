@@ -25,41 +25,40 @@ from typing import TypeVar
 from tui.agent.protocol import ANSWER_LAUNCHED, MODE_ALIVE, MODE_LAUNCH, MODE_PREFLIGHT
 from tui.config import Service
 from tui.core.answers import AnswerError, Fields, decode
-from tui.core.engines import TELLING_LINES, failure_lines
 from tui.core.follow import Start
 from tui.core.logcursor import EventKind, EventRow, LogCursor, LogLine
 from tui.core.runs import Assessment
 from tui.core.secrets import redact_argv
 from tui.core.verdicts import Verdict
+from tui.engines import of_log, spec
 from tui.errors import BabysitError
 from tui.ops.audit import who
 from tui.remote.agentcall import run_agent
 from tui.remote.follow import Follower
-from tui.remote.probe import READY_PATTERNS, host_state_dir
+from tui.remote.probe import host_state_dir, ready_patterns
 from tui.remote.transport import Transport
 
 T = TypeVar("T")
 
 DEFAULT_TIMEOUT = 20 * 60.0
 
-# Lines that mean this run failed when they appear past its anchor, and those that say
-# what went wrong: tui.core.engines.failure_lines / TELLING_LINES.
 
-#: (text in a line, the phase it starts), in startup order.
-PHASES = (
-    ("Load weight begin", "loading weights"),
-    ("Loading safetensors checkpoint shards", "loading weights"),
-    ("Loading weights took", "loading weights"),
-    ("KV Cache is allocated", "allocating KV cache"),
-    ("GPU KV cache size", "allocating KV cache"),
-    ("Available KV cache memory", "allocating KV cache"),
-    ("Capture cuda graph begin", "capturing CUDA graphs"),
-    ("Capturing CUDA graph", "capturing CUDA graphs"),
-    ("Graph capturing finished", "warming up"),
-    ("Capture cuda graph end", "warming up"),
-    ("Uvicorn running on", "warming up"),
-    ("Starting vLLM", "starting the API server"),
-)
+def failure_lines(engine: object) -> tuple[str, ...]:
+    """Lines that mean a run of ``engine`` failed when they appear past its anchor: its
+    deaths and startup failures (none for an engine whose deaths babysit does not know)."""
+    own = spec(engine)
+    return (*own.deaths, *own.startup_failures) if own.deaths else ()
+
+
+def telling_lines(engine: object) -> tuple[str, ...]:
+    """Among a failure's lines, those that say what went wrong (the first, in log order,
+    is the reason)."""
+    return tuple(dict.fromkeys(t for e in of_log(engine) for t in e.telling))
+
+
+def phases_of(engine: object) -> tuple[tuple[str, str], ...]:
+    """(text in a line, the phase it starts), in startup order."""
+    return tuple((line, p.name) for e in of_log(engine) for p in e.phases for line in p.lines)
 
 
 class LaunchRefused(BabysitError):
@@ -259,8 +258,9 @@ async def wait_ready(
     tick: float = 1.0,
 ) -> AsyncIterator[WaitProgress | WaitResult]:
     """Follow this run's bytes only; yield progress, then one WaitResult."""
-    ready = tuple(service.ready or READY_PATTERNS[service.engine])
-    failures = failure_lines(service.engine.value)
+    ready = ready_patterns(service)
+    failures = failure_lines(service.engine)
+    telling, phases = telling_lines(service.engine), phases_of(service.engine)
     started = time.monotonic()
     follower = Follower(
         transport, service.log, label=service.label, start=Start(cursor=launched.anchor)
@@ -298,7 +298,7 @@ async def wait_ready(
                 if not isinstance(row, LogLine) or row.inode != launched.inode:
                     continue
                 last_lines.append(row.text)
-                for needle, name in PHASES:
+                for needle, name in phases:
                     if needle in row.text:
                         phase = name
                 if ready and any(p in row.text for p in ready):
@@ -322,7 +322,7 @@ async def wait_ready(
                         stop=lambda: is_alive(transport, launched),
                     )
                     cause = next(
-                        (line for line in last_lines if any(p in line for p in TELLING_LINES)),
+                        (line for line in last_lines if any(p in line for p in telling)),
                         row.text,
                     )
                     yield WaitResult(
@@ -335,7 +335,7 @@ async def wait_ready(
                     await _drain(queue, last_lines, launched, until=time.monotonic() + 0.5)
                     # Its last lines may say why (they can arrive after the death is seen).
                     cause = next(
-                        (line for line in last_lines if any(p in line for p in TELLING_LINES)),
+                        (line for line in last_lines if any(p in line for p in telling)),
                         None,
                     ) or next(
                         (line for line in last_lines if any(p in line for p in failures)), None

@@ -12,13 +12,13 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from tui.agent.protocol import MODE_PROBE, MODE_SERVE_PROBES
-from tui.config import Engine, Host, MetricsSource, Service
+from tui.config import Host, MetricsSource, Service
 from tui.core.answers import AnswerError, Fields, decode
 from tui.core.assess import assess
-from tui.core.engines import args_heads
 from tui.core.report import ProbeDetails
 from tui.core.runs import Assessment, ServiceProbe, unknown
 from tui.core.sanitize import printable
+from tui.engines import GENERIC, SPECS, of_log, spec
 from tui.errors import CommandTimeout, TransportError
 from tui.remote.agentcall import chatter_note, client_chain, run_agent, stream_agent
 from tui.remote.transport import Completed, RemoteProcess, Transport
@@ -34,12 +34,24 @@ REPORT_TAIL = 256 * 1024
 #: 256 MiB in one answer).
 MAX_ANSWER_TAIL = 8 * 1024 * 1024
 
-#: What each engine prints once it serves; a service's ``ready:`` in hosts.yaml replaces these.
-READY_PATTERNS = {
-    Engine.SGLANG: ("The server is fired up and ready to roll!",),
-    Engine.VLLM: ("Application startup complete.",),
-    Engine.GENERIC: (),
-}
+
+def ready_patterns(service: Service) -> tuple[str, ...]:
+    """What says the service serves: its ``ready:`` from hosts.yaml, else its engine's lines."""
+    return tuple(service.ready or spec(service.engine).ready)
+
+
+def stamps_of(service: Service) -> list[list[str]]:
+    """[pattern, kind] of each way the service's log lines are stamped, generic's last."""
+    found = [s for e in of_log(service.engine) for s in e.stamps] + list(SPECS[GENERIC].stamps)
+    return [[s.pattern, s.kind] for s in dict.fromkeys(found)]
+
+
+def args_heads_of(service: Service) -> list[dict[str, object]]:
+    """The heads of the line(s) where the server prints the args it runs with: ``text``,
+    and ``until``, the start of the line that ends a dump of many lines (else null)."""
+    heads = [h for e in of_log(service.engine) for h in e.args_heads]
+    return [{"text": h.text, "until": h.until} for h in dict.fromkeys(heads)]
+
 
 #: Where babysit keeps run records on each host (written at launch), expanded there.
 #: $BABYSIT_HOST_STATE (on the machine running babysit) overrides it, for tests.
@@ -81,9 +93,12 @@ def probe_request(
                 "engine": s.engine.value,
                 "match": s.match,
                 "launch": list(s.launch.command) if s.launch else None,
-                "ready": list(s.ready or READY_PATTERNS[s.engine]),
+                "ready": list(ready_patterns(s)),
                 # the heads of the line where the server prints the args it runs with
-                "args_heads": list(args_heads(s.engine.value)),
+                "args_heads": args_heads_of(s),
+                # how its lines are dated, and the tag its pid puts on them
+                "stamps": stamps_of(s),
+                "pid_tag": spec(s.engine).pid_tag,
                 "record_dir": f"{host_state_dir()}/{s.name}",
             }
             for s in services

@@ -30,7 +30,7 @@ from tui.core.sanitize import printable
 from tui.core.secrets import command_text, redact_env
 from tui.core.units import human_age, human_size
 from tui.ops.relaunch import DEFAULT_TIMEOUT
-from tui.remote.probe import READY_PATTERNS
+from tui.remote.probe import ready_patterns
 
 #: Children listed by pid before the rest are only counted.
 MAX_CHILDREN_SHOWN = 16
@@ -141,7 +141,7 @@ def log_text(service: Service, a: Assessment) -> str:
 
 
 def ready_text(service: Service) -> str:
-    patterns = service.ready or READY_PATTERNS[service.engine]
+    patterns = ready_patterns(service)
     until = f"“{printable(patterns[0])}”" if patterns else "the process to stay up"
     return (
         f"the log pane follows the new file from the launch; waits up to "

@@ -81,5 +81,7 @@ class LaunchPane(Static):
             text.append(f"{_cut(row.flag, flag_width):<{flag_width}} ", style=style)
             text.append(f"{_cut(row.intended, VALUE_WIDTH):<{VALUE_WIDTH}} ", style=style)
             text.append(f"{_cut(running, VALUE_WIDTH):<{VALUE_WIDTH}} {mark}", style=style)
+        for said in diff.notes if diff is not None else ():
+            text.append(f"\n{printable(said)}", style="dim")
         self.set_class(any(r.status is FlagStatus.MISSING for r in rows), "-problem")
         self.update(text)

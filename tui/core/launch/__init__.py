@@ -5,7 +5,7 @@ Three sources, side by side:
 * **intended** — ``launch.command`` from hosts.yaml (an argv list);
 * **actual** — the live run's ``/proc/PID/cmdline`` (an argv list);
 * **reported** — what the server printed at startup (its args line; the heads
-  of every release are :data:`tui.core.engines.ARGS_HEADS`).
+  of every release are each engine's :attr:`~tui.engines.spec.EngineSpec.args_heads`).
 
 :mod:`~tui.core.launch.argv` reads a command line, :mod:`~tui.core.launch.reported`
 the args line, and :mod:`~tui.core.launch.diff` lines the three up by argparse

@@ -12,52 +12,15 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from tui.core.metrics.model import Engine
 from tui.core.secrets import Redacted, redact_argv
+from tui.engines import SPECS, of_program, spec
 
-#: Flags that never take a value, beyond the ``--enable-``/``--disable-``/``--no-`` families.
-SWITCHES = frozenset(
-    {
-        "--trust-remote-code",
-        "--enforce-eager",
-        "--is-embedding",
-        "--log-requests",
-        "--skip-server-warmup",
-        "--skip-tokenizer-init",
-        "--show-time-cost",
-        "--allow-auto-truncate",
-        "--disable-log-stats",
-        "--help",
-        "-h",
-        "--version",
-    }
-)
+#: Flags that never take a value whatever the program (each engine's own are its spec's
+#: ``switches``), beyond the ``--enable-``/``--disable-``/``--no-`` families.
+_COMMON_SWITCHES = frozenset({"--help", "-h", "--version"})
+#: Every engine's switches: a flag one engine takes without a value takes none anywhere.
+SWITCHES = _COMMON_SWITCHES.union(*(s.switches for s in SPECS.values()))
 _SWITCH_PREFIXES = ("--enable-", "--disable-", "--no-", "--skip-")
-
-#: argparse destinations with more than one spelling, per engine.
-ALIASES: Mapping[Engine, Mapping[str, str]] = {
-    Engine.SGLANG: {
-        "tp": "tp_size",
-        "tensor_parallel_size": "tp_size",
-        "dp": "dp_size",
-        "data_parallel_size": "dp_size",
-        "ep": "ep_size",
-        "expert_parallel_size": "ep_size",
-        "pp": "pp_size",
-        "pipeline_parallel_size": "pp_size",
-        "model": "model_path",
-        "speculative_draft_model": "speculative_draft_model_path",
-        "speculative_draft": "speculative_draft_model_path",
-    },
-    Engine.VLLM: {
-        "tp": "tensor_parallel_size",
-        "pp": "pipeline_parallel_size",
-        "dp": "data_parallel_size",
-        "q": "quantization",
-        "O": "compilation_config",
-        "model_tag": "model",
-    },
-}
 
 _PYTHON = re.compile(r"(?:.*/)?python[\d.]*$")
 _PYTHON_OPTIONS_WITH_ARGUMENT = frozenset({"-X", "-W", "-Q"})
@@ -93,7 +56,7 @@ class Flag:
             return "off" if self.negated else "on"
         return " ".join(self.values)
 
-    def dest(self, engine: Engine | None) -> str:
+    def dest(self, engine: str | None) -> str:
         """The argparse destination this flag sets (``--tp`` -> ``tp_size`` for SGLang)."""
         name = self.name[5:] if self.negated else self.name
         return destination(name, engine)
@@ -106,11 +69,12 @@ class Flag:
         return typed[0] if len(typed) == 1 else typed
 
 
-def destination(name: str, engine: Engine | None) -> str:
-    """``--speculative-algorithm`` -> ``speculative_algorithm``, through the engine's aliases."""
+def destination(name: str, engine: str | None) -> str:
+    """``--speculative-algorithm`` -> ``speculative_algorithm``, through the engine's aliases
+    (``engine`` is an engine's name, or None for none)."""
     dest = name.lstrip("-").replace("-", "_")
     if engine is not None:
-        return ALIASES[engine].get(dest, dest)
+        return spec(engine).aliases.get(dest, dest)
     return dest
 
 
@@ -123,7 +87,7 @@ class FlagSet:
     own options from the server's). ``flags`` maps normalised names to their
     last occurrence (argparse keeps the last), in the order those came. A first
     positional after ``serve`` is vLLM's model and is also given as ``--model``.
-    ``engine`` is what the program names, if it names one. Secrets are redacted
+    ``engine`` is the name of the engine the program starts, if it names one. Secrets are redacted
     (:func:`tui.core.secrets.redact_argv`) before anything else reads the words: a
     secret's value is a :class:`~tui.core.secrets.Redacted` word, compared by digest.
     """
@@ -132,7 +96,7 @@ class FlagSet:
     program: tuple[str, ...]
     positionals: tuple[str, ...]
     flags: Mapping[str, Flag]
-    engine: Engine | None
+    engine: str | None
 
     @classmethod
     def parse(cls, argv: Sequence[str]) -> FlagSet:
@@ -169,7 +133,7 @@ class FlagSet:
             flags = {"--model": Flag("--model", (positionals[0],), positionals[0]), **flags}
         return cls(argv, program, tuple(positionals), flags, engine)
 
-    def by_dest(self, engine: Engine | None) -> dict[str, Flag]:
+    def by_dest(self, engine: str | None) -> dict[str, Flag]:
         return {flag.dest(engine): flag for flag in self.flags.values()}
 
 
@@ -196,14 +160,9 @@ def _split_program(argv: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, .
     return argv[:index], argv[index:]
 
 
-def _engine_of(program: Sequence[str]) -> Engine | None:
-    for token in program:
-        base = token.rsplit("/", 1)[-1].lower()
-        if base.startswith("sglang"):
-            return Engine.SGLANG
-        if base.startswith("vllm"):
-            return Engine.VLLM
-    return None
+def _engine_of(program: Sequence[str]) -> str | None:
+    found = of_program(program)
+    return None if found is None else found.name
 
 
 def coerce(text: str) -> object:

@@ -9,10 +9,10 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from tui.core.launch.argv import ALIASES, Flag, FlagSet, coerce, frozen
+from tui.core.launch.argv import Flag, FlagSet, coerce, frozen
 from tui.core.launch.reported import ReportedArgs, Unparsed, value_text
-from tui.core.metrics.model import Engine
 from tui.core.secrets import is_mask, secret_name
+from tui.engines import SPECS, spec
 
 
 class FlagStatus(enum.Enum):
@@ -88,13 +88,15 @@ class LaunchDiff:
     intended: FlagSet | None
     actual: FlagSet | None
     reported: ReportedArgs | None
-    engine: Engine | None
+    engine: str | None
     rows: tuple[FlagRow, ...]
     missing: tuple[str, ...] = ()
     changed: tuple[FlagChange, ...] = ()
     extra: tuple[str, ...] = ()
     speculative_intended: str | None = None
     speculative_running: str | None = None
+    #: what the server runs under another name than asked, in words (``NEXTN runs as EAGLE``)
+    notes: tuple[str, ...] = ()
 
     @property
     def clean(self) -> bool:
@@ -107,7 +109,7 @@ class LaunchDiff:
             "reported": None
             if self.reported is None
             else {
-                "format": self.reported.format.value,
+                "format": self.reported.format.form,
                 "complete": self.reported.complete,
                 "values": {k: _json_value(v) for k, v in self.reported.values.items()},
             },
@@ -115,6 +117,7 @@ class LaunchDiff:
             "changed": [c.to_json() for c in self.changed],
             "extra": list(self.extra),
             "rows": [r.to_json() for r in self.rows],
+            "notes": list(self.notes),
         }
 
 
@@ -123,13 +126,14 @@ def launch_diff(
     actual: Sequence[str] | None,
     reported: ReportedArgs | None,
     *,
-    engine: Engine | None = None,
+    engine: object = None,
 ) -> LaunchDiff:
     """Line up the three sources (any may be None: not known) and classify each flag."""
     want = FlagSet.parse(intended) if intended is not None else None
     have = FlagSet.parse(actual) if actual is not None else None
+    named = getattr(engine, "value", engine)
     engine = (
-        engine
+        (named if isinstance(named, str) else None)
         or (want.engine if want else None)
         or (have.engine if have else None)
         or (reported.engine if reported else None)
@@ -137,7 +141,7 @@ def launch_diff(
     want_flags = want.by_dest(engine) if want else {}
     have_flags = have.by_dest(engine) if have else {}
     report: dict[str, object] = {}
-    aliases = ALIASES[engine] if engine is not None else {}
+    aliases = spec(engine).aliases if engine is not None else {}
     for key, value in (reported.values if reported else {}).items():
         report.setdefault(aliases.get(key, key), value)
     # A secret the server printed masked (``'<redacted>'``) is shown, never compared.
@@ -149,7 +153,8 @@ def launch_diff(
 
     rows: list[FlagRow] = []
     changed: list[FlagChange] = []
-    sources = _Sources(want, have, reported)
+    algorithms = _algorithm_aliases(engine)
+    sources = _Sources(want, have, reported, algorithms)
     for dest in dests:
         wanted, running = want_flags.get(dest), have_flags.get(dest)
         status, change = sources.classify(
@@ -179,7 +184,22 @@ def launch_diff(
         extra=tuple(r.flag for r in rows if r.status is FlagStatus.EXTRA),
         speculative_intended=speculative(want, engine) if want else None,
         speculative_running=_speculative_running(have, reported, engine),
+        notes=_folds(rows, algorithms),
     )
+
+
+def _folds(rows: Sequence[FlagRow], algorithms: Mapping[str, str]) -> tuple[str, ...]:
+    """``NEXTN runs as EAGLE`` for each speculative algorithm asked for under one name and
+    reported under the name the server runs it as."""
+    notes = []
+    for row in rows:
+        if not row.dest.endswith("speculative_algorithm") or row.intended is None:
+            continue
+        asked = row.intended.upper()
+        runs = algorithms.get(asked)
+        if runs is not None and row.reported is not None and row.reported.upper() == runs:
+            notes.append(f"{row.intended} runs as {row.reported}")
+    return tuple(notes)
 
 
 @dataclass(frozen=True)
@@ -189,6 +209,8 @@ class _Sources:
     want: FlagSet | None
     have: FlagSet | None
     reported: ReportedArgs | None
+    #: speculative algorithms the server runs under another name (upper case)
+    algorithms: Mapping[str, str]
 
     def classify(
         self,
@@ -225,10 +247,11 @@ class _Sources:
             return FlagStatus.EXTRA
         return FlagStatus.UNCHECKED  # only the report has it: derived, not passed
 
-    @staticmethod
-    def _against_report(wanted: Flag, reported: object) -> tuple[FlagStatus, FlagChange | None]:
+    def _against_report(
+        self, wanted: Flag, reported: object
+    ) -> tuple[FlagStatus, FlagChange | None]:
         goal = wanted.value()
-        if same(goal, reported) or _same_algorithm(wanted.name, goal, reported):
+        if same(goal, reported) or _same_algorithm(wanted.name, goal, reported, self.algorithms):
             return FlagStatus.SAME, None
         if is_off(reported) and not is_off(goal):
             return FlagStatus.MISSING, None
@@ -236,17 +259,19 @@ class _Sources:
         return FlagStatus.CHANGED, change
 
 
-#: Speculative algorithms a server prints under another name: SGLang runs NEXTN
-#: as EAGLE and prints ``speculative_algorithm='EAGLE'`` (server_args.py).
-ALGORITHM_ALIASES = {"NEXTN": "EAGLE"}
+def _algorithm_aliases(engine: str | None) -> Mapping[str, str]:
+    """The speculative algorithms ``engine`` runs under another name (every engine's when
+    it is not known), keys and values in upper case."""
+    specs = [spec(engine)] if engine is not None else list(SPECS.values())
+    return {k.upper(): v.upper() for s in specs for k, v in s.algorithm_aliases.items()}
 
 
-def _same_algorithm(name: str, goal: object, reported: object) -> bool:
+def _same_algorithm(name: str, goal: object, reported: object, aliases: Mapping[str, str]) -> bool:
     if not name.endswith("speculative-algorithm"):
         return False
     if not isinstance(goal, str) or not isinstance(reported, str):
         return False
-    return ALGORITHM_ALIASES.get(goal.upper(), goal.upper()) == reported.upper()
+    return aliases.get(goal.upper(), goal.upper()) == reported.upper()
 
 
 def same(left: object, right: object) -> bool:
@@ -285,32 +310,34 @@ def _json_value(value: object) -> object:
 
 # --- speculative decoding ---------------------------------------------------------
 
-_SPEC_FLAGS = (
-    "speculative_algorithm",
-    "speculative_config",
-    "speculative_model",
-    "num_speculative_tokens",
-)
+
+def _spec_keys(engine: str | None) -> tuple[str, ...]:
+    """The destinations that carry speculative decoding for ``engine`` (every engine's
+    when it is not known)."""
+    specs = [spec(engine)] if engine is not None else list(SPECS.values())
+    return tuple(dict.fromkeys(key for s in specs for key in s.spec_keys))
 
 
-def speculative(flags: FlagSet | None, engine: Engine | None = None) -> str | None:
+def speculative(flags: FlagSet | None, engine: str | None = None) -> str | None:
     """What speculative decoding a command line asks for (``EAGLE3``, ``eagle3, 3 tokens``),
     or None when it asks for none."""
     if flags is None:
         return None
-    by_dest = flags.by_dest(engine or flags.engine)
-    return _describe_spec({d: by_dest[d].value() for d in _SPEC_FLAGS if d in by_dest})
+    engine = engine or flags.engine
+    by_dest = flags.by_dest(engine)
+    return _describe_spec({d: by_dest[d].value() for d in _spec_keys(engine) if d in by_dest})
 
 
 def reported_speculative(reported: ReportedArgs | None) -> str | None:
     """What speculative decoding a server reports running, or None for none (or no report)."""
     if reported is None:
         return None
-    return _describe_spec({d: reported.values[d] for d in _SPEC_FLAGS if d in reported.values})
+    keys = _spec_keys(reported.engine or None)
+    return _describe_spec({d: reported.values[d] for d in keys if d in reported.values})
 
 
 def _speculative_running(
-    have: FlagSet | None, reported: ReportedArgs | None, engine: Engine | None
+    have: FlagSet | None, reported: ReportedArgs | None, engine: str | None
 ) -> str | None:
     if reported is not None:
         return reported_speculative(reported)

@@ -7,19 +7,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from tui.core.engines import ARGS_HEADS
-from tui.core.metrics.model import Engine, MetricSample
-from tui.core.metrics.parse import SGLANG_PREFIX, MetricsParser
+from tui.core.metrics.model import MetricSample
+from tui.core.metrics.parse import MetricsParser, readers_for
+from tui.engines import SPECS
 
-
-class RunMarker(enum.Enum):
-    """A line that starts a run (printed once per run) or says it is ready."""
-
-    SGLANG_SERVER_ARGS = "sglang-server-args"
-    VLLM_VERSION = "vllm-version"
-    VLLM_ARGS = "vllm-args"
-    SGLANG_READY = "sglang-ready"
-    VLLM_READY = "vllm-ready"
+#: What a marker line says: ``<engine>-args`` (its args line), ``<engine>-start`` (another
+#: line printed once per run near its start), ``<engine>-ready``.
+ARGS, START, READY = "args", "start", "ready"
 
 
 class RunEventKind(enum.Enum):
@@ -32,15 +26,17 @@ class RunEvent:
     """A run started (its startup sequence began) or became ready, at this line.
 
     ``run`` counts from 1 for the first startup seen in the file; lines before
-    any startup belong to run 0. ``text`` is the marker line, cut at 300 chars.
+    any startup belong to run 0. ``marker`` names the line (``sglang-args``,
+    ``vllm-start``, ``vllm-ready``), ``engine`` the engine that prints it. ``text`` is
+    the marker line, cut at 300 chars.
     """
 
     kind: RunEventKind
     run: int
     offset: int | None
     ts: datetime | None
-    marker: RunMarker
-    engine: Engine
+    marker: str
+    engine: str
     text: str
 
     def to_json(self) -> dict[str, object]:
@@ -49,74 +45,83 @@ class RunEvent:
             "run": self.run,
             "offset": self.offset,
             "ts": None if self.ts is None else self.ts.isoformat(),
-            "marker": self.marker.value,
-            "engine": self.engine.value,
+            "marker": self.marker,
+            "engine": self.engine,
             "text": self.text,
         }
 
 
-_START_ENGINE = {
-    RunMarker.SGLANG_SERVER_ARGS: Engine.SGLANG,
-    RunMarker.VLLM_VERSION: Engine.VLLM,
-    RunMarker.VLLM_ARGS: Engine.VLLM,
-}
-_ARGS_MARKER = {Engine.SGLANG: RunMarker.SGLANG_SERVER_ARGS, Engine.VLLM: RunMarker.VLLM_ARGS}
-_MARKER_TEXTS = (
-    # the args line, printed once per run, after the line's prefix (``…] ``)
-    *(("] " + head.text, _ARGS_MARKER[Engine(head.engine)]) for head in ARGS_HEADS),
-    ("vLLM API server version ", RunMarker.VLLM_VERSION),
-    ("vLLM server version ", RunMarker.VLLM_VERSION),
-    ("The server is fired up and ready to roll!", RunMarker.SGLANG_READY),
-    ("Application startup complete.", RunMarker.VLLM_READY),
-)
-_MARKER_ENGINE = {
-    **_START_ENGINE,
-    RunMarker.SGLANG_READY: Engine.SGLANG,
-    RunMarker.VLLM_READY: Engine.VLLM,
-}
+@dataclass(frozen=True)
+class _Marker:
+    """A line that marks a run: the text it holds, whose it is, and what it says."""
+
+    needle: str
+    engine: str
+    says: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.engine}-{self.says}"
+
+
+def _markers(engines: tuple[str, ...]) -> tuple[_Marker, ...]:
+    markers: list[_Marker] = []
+    for name in engines:
+        spec = SPECS[name]
+        # the args line, printed once per run, after the line's prefix (``…] ``)
+        markers += [_Marker("] " + head.text, name, ARGS) for head in spec.args_heads]
+        markers += [_Marker(text, name, START) for text in spec.run_starts]
+    for name in engines:
+        markers += [_Marker(text, name, READY) for text in SPECS[name].ready]
+    return tuple(markers)
 
 
 class RunBoundary:
     """Finds where runs start and when they are ready, one line at a time.
 
-    A run starts at a line each run prints exactly once near its start: SGLang's
-    ``server_args=…``; vLLM's ``vLLM (API) server version …`` and its
-    ``non-default args: {…}`` / ``args: Namespace(…)``. The first such line
+    A run starts at a line each run prints exactly once near its start: an
+    engine's args line (``] `` and one of its args heads, on a line its reader
+    dates) or one of its ``run_starts`` (vLLM's version line). The first such line
     opens run 1; a kind of marker already seen in the current run, or one of
-    another engine, opens the next (so vLLM's version line and args line make
-    one run, not two). Ready
-    lines: SGLang ``The server is fired up and ready to roll!``, vLLM
-    ``Application startup complete.`` (SGLang prints that one too, earlier,
-    so it counts only for vLLM runs); each run reports READY at most once.
+    another engine, opens the next (so vLLM's version line and args line make one
+    run, not two). A ready line counts for the engine of the current run only (SGLang
+    prints vLLM's ``Application startup complete.`` too, earlier); before any run,
+    not on a line that another engine's reader dates and its own does not. Each run
+    reports READY at most once.
     """
 
     def __init__(
         self,
-        engine: Engine | None = None,
+        engine: object = None,
         *,
         line_time: Callable[[str], datetime | None] | None = None,
+        parser: MetricsParser | None = None,
     ) -> None:
-        self.engine = engine
+        name = getattr(engine, "value", engine)
+        engines = tuple(s.name for s in readers_for(name if isinstance(name, str) else None))
+        self.engine: str | None = engines[0] if len(engines) == 1 else None
         self.run = 0
-        self._want = engine
-        self._seen: set[RunMarker] = set()
+        self._seen: set[str] = set()
         self._ready = False
-        self._line_time = line_time or MetricsParser(engine).line_time
+        self._parser = parser or MetricsParser(self.engine)
+        self._line_time = line_time or self._parser.line_time
+        self._markers = _markers(engines)
+        #: substrings one of which every marker line holds (a cheap first test)
+        self._hints = tuple({m.needle[-12:] for m in self._markers})
 
     def feed(self, text: str, offset: int | None) -> RunEvent | None:
         """The run event on this line, if it has one. Never raises."""
         marker = self._marker(text)
         if marker is None:
             return None
-        if marker in _START_ENGINE:
-            engine = _START_ENGINE[marker]
-            if self.run and marker not in self._seen and engine is self.engine:
-                self._seen.add(marker)
+        if marker.says != READY:
+            if self.run and marker.says not in self._seen and marker.engine == self.engine:
+                self._seen.add(marker.says)
                 return None
             self.run += 1
-            self._seen = {marker}
+            self._seen = {marker.says}
             self._ready = False
-            self.engine = engine
+            self.engine = marker.engine
             kind = RunEventKind.STARTED
         else:
             if self._ready:
@@ -128,37 +133,37 @@ class RunBoundary:
             run=self.run,
             offset=offset,
             ts=self._line_time(text),
-            marker=marker,
-            engine=_MARKER_ENGINE[marker],
+            marker=marker.name,
+            engine=marker.engine,
             text=text[:300],
         )
 
-    def _marker(self, text: str) -> RunMarker | None:
-        if not (
-            "args" in text
-            or "version" in text
-            or "ready to roll" in text
-            or "startup complete" in text
-        ):
+    def _marker(self, text: str) -> _Marker | None:
+        if not any(hint in text for hint in self._hints):
             return None
-        for needle, marker in _MARKER_TEXTS:
-            if (
-                needle in text
-                and self._want in (None, _MARKER_ENGINE[marker])
-                and self._plausible(marker, text)
-            ):
+        for marker in self._markers:
+            if marker.needle in text and self._plausible(marker, text):
                 return marker
         return None
 
-    def _plausible(self, marker: RunMarker, text: str) -> bool:
-        if marker is RunMarker.SGLANG_SERVER_ARGS:
-            return SGLANG_PREFIX.search(text) is not None
-        if marker is RunMarker.VLLM_READY:
-            if self.engine is Engine.SGLANG:
-                return False
-            # With no run seen yet, an SGLang-stamped line is SGLang's uvicorn, not vLLM.
-            return not (self.engine is None and SGLANG_PREFIX.match(text))
+    def _plausible(self, marker: _Marker, text: str) -> bool:
+        if marker.says == ARGS:
+            return self._parser.line_time_of(marker.engine, text) is not None
+        if marker.says == READY:
+            if self.engine is not None:
+                return marker.engine == self.engine
+            return not self._dated_by_another(marker.engine, text)
         return True
+
+    def _dated_by_another(self, engine: str, text: str) -> bool:
+        """Whether another engine's reader dates the line and ``engine``'s does not."""
+        if self._parser.line_time_of(engine, text) is not None:
+            return False
+        return any(
+            self._parser.line_time_of(other, text) is not None
+            for other in {m.engine for m in self._markers}
+            if other != engine
+        )
 
 
 class LogScanner:
@@ -170,20 +175,20 @@ class LogScanner:
 
     def __init__(
         self,
-        engine: Engine | None = None,
+        engine: object = None,
         *,
         reference: datetime | None = None,
         clock: Callable[[], datetime] = datetime.now,
     ) -> None:
         self.parser = MetricsParser(engine, reference=reference, clock=clock)
-        self.boundary = RunBoundary(engine, line_time=self.parser.line_time)
+        self.boundary = RunBoundary(engine, parser=self.parser)
 
     @property
     def run(self) -> int:
         return self.boundary.run
 
     @property
-    def engine(self) -> Engine | None:
+    def engine(self) -> str | None:
         return self.boundary.engine or self.parser.engine
 
     def feed(self, text: str, offset: int | None) -> MetricSample | RunEvent | None:

@@ -1,4 +1,4 @@
-"""What a metric is: the engines read, the units, the canonical metrics, and a sample.
+"""What a metric is: the units, the canonical metrics, and a sample.
 
 A :class:`MetricSample` is one metric line (or ``/metrics`` scrape) with where it
 came from; its ``values`` are canonical metrics in canonical units (fractions 0-1,
@@ -14,22 +14,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from tui.core.metrics.fields import FieldValue, split_fields, typed_fields
-
-
-class Engine(enum.Enum):
-    """The log formats this module reads (``tui.config.Engine`` minus ``generic``)."""
-
-    SGLANG = "sglang"
-    VLLM = "vllm"
-
-    @classmethod
-    def of(cls, value: object) -> Engine | None:
-        """An :class:`Engine` from itself, another enum with the same value, or a string."""
-        raw = getattr(value, "value", value)
-        try:
-            return cls(raw)
-        except ValueError:
-            return None
 
 
 class Unit(enum.Enum):
@@ -121,16 +105,9 @@ _TITLES = {
 }
 
 
-class MetricKind(enum.Enum):
-    """Which kind of line (or scrape) a sample came from."""
-
-    SGLANG_DECODE = "sglang-decode"
-    SGLANG_PREFILL = "sglang-prefill"
-    VLLM_STATS = "vllm-stats"
-    VLLM_SPEC = "vllm-spec"
-    VLLM_PREFIX_CACHE = "vllm-prefix-cache"
-    VLLM_DIFFUSION = "vllm-diffusion"
-    PROMETHEUS = "prometheus"
+#: The kind of a sample read from a ``/metrics`` page (a line's kind is its engine's:
+#: ``sglang-decode``, ``vllm-stats``...).
+PROMETHEUS_KIND = "prometheus"
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,17 +126,21 @@ class MetricSample:
     Engines Aggregated``, or ``""``). ``run`` is the run the caller's
     :class:`RunBoundary` had reached (0 before any startup line). ``pairs``
     holds the fields of a sample that has no line (a ``/metrics`` scrape).
+    ``kind`` names the line's shape (``sglang-decode``, ``vllm-stats``,
+    ``prometheus``), ``engine`` the engine's name. ``label`` is the series label
+    the engine gives ``source`` (the DP rank, the engine index, or ``""``).
     """
 
     ts: datetime
-    kind: MetricKind
-    engine: Engine
+    kind: str
+    engine: str
     body: str
     values: Mapping[Metric, float]
     offset: int | None
     source: str = ""
     run: int = 0
     pairs: Mapping[str, str] | None = None
+    label: str = ""
 
     @property
     def raw(self) -> dict[str, str]:
@@ -171,15 +152,10 @@ class MetricSample:
         """:attr:`raw` with values typed by :func:`field_value`."""
         return typed_fields(self.raw)
 
-    @property
-    def label(self) -> str:
-        """The series label: the DP rank for SGLang, the engine index for vLLM, else ``""``."""
-        return series_label(self.engine, self.source)
-
     def to_json(self) -> dict[str, object]:
         return {
             "ts": self.ts.isoformat(),
-            "kind": self.kind.value,
+            "kind": self.kind,
             "fields": {k: list(v) if isinstance(v, tuple) else v for k, v in self.fields.items()},
             "offset": self.offset,
             "run": self.run,
@@ -188,20 +164,28 @@ class MetricSample:
         }
 
 
-def series_label(engine: Engine, source: str) -> str:
-    """``DP1`` for an SGLang DP rank, ``engine 1`` for a vLLM engine other than 0, else ``""``.
+def canonical(body: str, table: Mapping[str, Metric]) -> dict[Metric, float]:
+    """The canonical values in a line's ``key: value`` part: for each metric the first key of
+    ``table`` in line order; a percentage of a fraction metric is scaled to 0-1."""
+    values: dict[Metric, float] = {}
+    get = table.get
+    for part in body.split(", "):
+        key, _, text = part.partition(": ")
+        metric = get(key)
+        if metric is None or metric in values:
+            continue
+        space = text.find(" ")
+        if space >= 0:
+            text = text[:space]  # "512.3 tokens/s", "4 reqs"
+        percent = text[-1:] == "%"
+        try:
+            number = float(text[:-1] if percent else text)
+        except ValueError:
+            continue
+        if number - number == 0:  # finite: nan and inf give nan
+            values[metric] = number / 100 if percent and metric in FRACTIONS else number
+    return values
 
-    Only rank 0 of TP/PP/EP prints stats, so those tags add nothing; one vLLM
-    engine (``Engine 000``) or the DP aggregate is the whole service.
-    """
-    if not source:
-        return ""
-    if engine is Engine.SGLANG:
-        for tag in source.split():
-            if tag.startswith("DP"):
-                return tag
-        return ""
-    if source.startswith("Engine "):
-        number = source[7:]
-        return "" if number.strip("0") == "" else f"engine {int(number)}"
-    return ""
+
+#: The metrics measured as 0-1 fractions.
+FRACTIONS = frozenset(m for m in Metric if m.unit is Unit.FRACTION)

@@ -10,40 +10,35 @@ import math
 from collections.abc import Hashable, Mapping
 from datetime import datetime
 
-from tui.core.metrics.model import Engine, Metric, MetricKind, MetricSample
+from tui.core.metrics.model import PROMETHEUS_KIND, Metric, MetricSample
+from tui.engines import SPECS
+from tui.engines.spec import EngineSpec, Prometheus
 
-_PROM_GAUGES: dict[str, tuple[Metric, bool]] = {
-    # name -> (metric, summed across ranks/engines; else averaged)
-    "sglang:gen_throughput": (Metric.GEN_THROUGHPUT, True),
-    "sglang:num_running_reqs": (Metric.RUNNING, True),
-    "sglang:num_queue_reqs": (Metric.QUEUED, True),
-    "sglang:token_usage": (Metric.TOKEN_USAGE, False),
-    "sglang:num_used_tokens": (Metric.KV_TOKENS, True),
-    "sglang:spec_accept_length": (Metric.ACCEPT_LEN, False),
-    "sglang:spec_accept_rate": (Metric.ACCEPT_RATE, False),
-    "sglang:cache_hit_rate": (Metric.PREFIX_HIT_RATE, False),
-    "vllm:num_requests_running": (Metric.RUNNING, True),
-    "vllm:num_requests_waiting": (Metric.QUEUED, True),
-    "vllm:kv_cache_usage_perc": (Metric.TOKEN_USAGE, False),
-    "vllm:gpu_cache_usage_perc": (Metric.TOKEN_USAGE, False),
-}
-_PROM_SUMMED = {metric: summed for metric, summed in _PROM_GAUGES.values()}
-_PROM_COUNTERS = (
-    "vllm:generation_tokens_total",
-    "vllm:prompt_tokens_total",
-    "vllm:spec_decode_num_drafts_total",
-    "vllm:spec_decode_num_draft_tokens_total",
-    "vllm:spec_decode_num_accepted_tokens_total",
-    "sglang:prompt_tokens_total",
-)
+#: A counter broken down by this label is not the total (vLLM's per-position acceptance).
+_PER_POSITION = "position"
+
+
+def _engine_of(name: str) -> EngineSpec | None:
+    for spec in SPECS.values():
+        prefix = spec.prometheus.prefix
+        if prefix and name.startswith(prefix):
+            return spec
+    return None
+
+
+def _kept(labels: dict[str, str], page: Prometheus) -> bool:
+    return all(labels.get(k, v) == v for k, v in page.only_labels) and not any(
+        labels.get(k) == v for k, v in page.skip_labels
+    )
 
 
 class PrometheusReader:
     """Turns successive ``/metrics`` scrapes of one server into samples.
 
-    Gauges map straight to metrics (summed over DP ranks or engines for counts
-    and throughputs, averaged for fractions; TP ranks other than 0 are left
-    out). vLLM's throughputs and acceptance come from counters, so they appear
+    The page is the engine's whose ``prometheus.prefix`` starts a sample's name;
+    its gauges map straight to metrics (summed over DP ranks or engines for counts
+    and throughputs, averaged for fractions; the samples its labels rule out are
+    left out). Rates and acceptance come from counters, so they appear
     from the second scrape on; a counter that went backwards (the server
     restarted) starts over. ``fields`` keeps every sample as
     ``name{labels}`` -> value. Needs ``prometheus_client``.
@@ -57,9 +52,8 @@ class PrometheusReader:
         from prometheus_client.parser import text_string_to_metric_families
 
         fields: dict[str, str] = {}
-        sums: dict[Metric, list[float]] = {}
-        counters: dict[str, float] = {}
-        engine: Engine | None = None
+        kept: list[tuple[str, dict[str, str], float]] = []
+        engine: EngineSpec | None = None
         try:
             for family in text_string_to_metric_families(text):
                 for sample in family.samples:
@@ -67,29 +61,38 @@ class PrometheusReader:
                     label_text = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
                     name = sample.name
                     fields[f"{name}{{{label_text}}}" if label_text else name] = repr(sample.value)
-                    if engine is None and ":" in name:
-                        engine = Engine.of(name.split(":", 1)[0])
-                    if labels.get("tp_rank", "0") != "0" or not math.isfinite(sample.value):
-                        continue
-                    if name in _PROM_GAUGES:
-                        sums.setdefault(_PROM_GAUGES[name][0], []).append(sample.value)
-                    elif name in _PROM_COUNTERS and "position" not in labels:
-                        counters[name] = counters.get(name, 0.0) + sample.value
+                    if engine is None:
+                        engine = _engine_of(name)
+                    if math.isfinite(sample.value):
+                        kept.append((name, labels, sample.value))
         except (ValueError, TypeError, IndexError, KeyError):
             return None
         if not fields or engine is None:
             return None
+        page = engine.prometheus
+        counted = set(page.rates) | set(page.acceptance or ())
+        sums: dict[Metric, list[float]] = {}
+        summed: dict[Metric, bool] = {}
+        counters: dict[str, float] = {}
+        for name, labels, value in kept:
+            if not _kept(labels, page):
+                continue
+            if name in page.gauges:
+                metric, summed[metric] = page.gauges[name]
+                sums.setdefault(metric, []).append(value)
+            elif name in counted and _PER_POSITION not in labels:
+                counters[name] = counters.get(name, 0.0) + value
         values = {
-            metric: sum(found) if _PROM_SUMMED[metric] else sum(found) / len(found)
+            metric: sum(found) if summed[metric] else sum(found) / len(found)
             for metric, found in sums.items()
         }
-        values.update(self._rates(ts, counters, values))
+        values.update(self._rates(ts, counters, values, page))
         if self._last is None or ts > self._last[0]:  # the newest reading is the next base
             self._last = (ts, counters)
         return MetricSample(
             ts=ts,
-            kind=MetricKind.PROMETHEUS,
-            engine=engine,
+            kind=PROMETHEUS_KIND,
+            engine=engine.name,
             body="",
             pairs=fields,
             values=values,
@@ -98,7 +101,11 @@ class PrometheusReader:
         )
 
     def _rates(
-        self, ts: datetime, counters: dict[str, float], gauges: Mapping[Metric, float]
+        self,
+        ts: datetime,
+        counters: dict[str, float],
+        gauges: Mapping[Metric, float],
+        page: Prometheus,
     ) -> dict[Metric, float]:
         if self._last is None:
             return {}
@@ -113,19 +120,18 @@ class PrometheusReader:
                     return {}  # restarted: counters start over
                 delta[name] = value - last[name]
         rates: dict[Metric, float] = {}
-        if "vllm:generation_tokens_total" in delta and Metric.GEN_THROUGHPUT not in gauges:
-            rates[Metric.GEN_THROUGHPUT] = delta["vllm:generation_tokens_total"] / seconds
-        for name in ("vllm:prompt_tokens_total", "sglang:prompt_tokens_total"):
-            if name in delta:
-                rates[Metric.PREFILL_THROUGHPUT] = delta[name] / seconds
-                break
-        accepted = delta.get("vllm:spec_decode_num_accepted_tokens_total")
-        drafts = delta.get("vllm:spec_decode_num_drafts_total")
-        draft_tokens = delta.get("vllm:spec_decode_num_draft_tokens_total")
-        if accepted is not None and drafts:
-            rates[Metric.ACCEPT_LEN] = 1 + accepted / drafts
-        if accepted is not None and draft_tokens:
-            rates[Metric.ACCEPT_RATE] = accepted / draft_tokens
+        for name, metric in page.rates.items():
+            if name in delta and metric not in gauges and metric not in rates:
+                rates[metric] = delta[name] / seconds
+        if page.acceptance is not None:
+            accepted_name, drafts_name, draft_tokens_name = page.acceptance
+            accepted = delta.get(accepted_name)
+            drafts = delta.get(drafts_name)
+            draft_tokens = delta.get(draft_tokens_name)
+            if accepted is not None and drafts:
+                rates[Metric.ACCEPT_LEN] = 1 + accepted / drafts
+            if accepted is not None and draft_tokens:
+                rates[Metric.ACCEPT_RATE] = accepted / draft_tokens
         return rates
 
 
