@@ -1,0 +1,185 @@
+"""The engine registry: one module per engine, and nothing else in babysit spells what an
+engine prints.
+
+Each engine's ready lines, death lines, args heads and Prometheus names live in its
+module (``tui/engines/<name>.py`` or the package ``tui/engines/<name>/``); no other
+product module holds them as string literals, nor names the engine by a literal
+(``"sglang"``): it asks :mod:`tui.engines`. The simulator (``tui/sim/``) shares no
+code with the parsers, so it spells the lines again, on purpose; it is left out of
+the search, and every engine whose log babysit reads has its simulator package.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import pkgutil
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tui
+import tui.engines
+from tui.engines import GENERIC, SPECS, Engine, of_program, readable, spec
+from tui.engines.spec import EngineSpec
+
+pytestmark = pytest.mark.unit
+
+ROOT = Path(tui.__file__).parent
+#: The engines babysit has always read; others join them as their modules land.
+KNOWN = {"generic", "sglang", "vllm"}
+#: The shortest literal searched for: shorter ones ("Running") are common words.
+MIN_LENGTH = 8
+
+
+def engine_modules() -> set[str]:
+    return {
+        m.name
+        for m in pkgutil.iter_modules(tui.engines.__path__)
+        if m.name != "spec" and not m.name.startswith("_")
+    }
+
+
+def test_the_registry_lists_every_engine_module() -> None:
+    assert set(SPECS) >= KNOWN
+    assert set(SPECS) == engine_modules(), "each module defines the SPEC of the engine it names"
+    assert {e.value for e in Engine} == set(SPECS)
+    for name, found in SPECS.items():
+        assert isinstance(found, EngineSpec) and found.name == name
+        assert spec(name) is found and spec(Engine(name)) is found
+    assert spec("no such engine").name == GENERIC
+    assert {s.name for s in readable()} >= {"sglang", "vllm"}
+    assert of_program(["python3", "-m", "sglang.launch_server"]) is SPECS["sglang"]
+    assert of_program(["/usr/bin/vllm", "serve", "m"]) is SPECS["vllm"]
+    assert of_program(["bash", "run.sh"]) is None
+
+
+def own_texts(engine: EngineSpec) -> set[str]:
+    """The literals that are this engine's alone: what it prints and what it serves."""
+    page = engine.prometheus
+    texts = {
+        *engine.ready,
+        *engine.deaths,
+        *(h.text for h in engine.args_heads),
+        *page.gauges,
+        *page.rates,
+        *(page.acceptance or ()),
+    }
+    return {t for t in texts if len(t) >= MIN_LENGTH}
+
+
+def literals(path: Path) -> list[tuple[int, str]]:
+    """(line, text) of every string literal of a module but its docstrings (f-strings'
+    constant parts included)."""
+    tree = ast.parse(path.read_text())
+    docs = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = node.body[0] if node.body else None
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                docs.add(id(first.value))
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs
+    ]
+
+
+def home(path: Path) -> str | None:
+    """The engine whose home ``path`` is (``tui/engines/<name>.py``, ``tui/engines/<name>/``),
+    or None."""
+    parts = path.relative_to(ROOT).parts
+    if parts[0] != "engines" or len(parts) < 2:
+        return None
+    return parts[1].removesuffix(".py")
+
+
+def product_modules() -> list[Path]:
+    return [p for p in sorted(ROOT.rglob("*.py")) if p.relative_to(ROOT).parts[0] != "sim"]
+
+
+@pytest.mark.parametrize("name", sorted(set(SPECS) - {GENERIC}))
+def test_an_engine_is_one_module(name: str) -> None:
+    engine = SPECS[name]
+    texts = own_texts(engine)
+    assert texts, f"{name} declares what it prints"
+    found = []
+    for path in product_modules():
+        if home(path) == name:
+            continue
+        for line, value in literals(path):
+            held = [t for t in texts if t in value]
+            named = value.lower() == name or value.lower().startswith((f"{name}:", f"{name}-"))
+            if held or named:
+                found.append(f"{path.relative_to(ROOT)}:{line}: {value[:60]!r}")
+    assert not found, f"{name}'s knowledge outside its module:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("name", sorted(s.name for s in readable()))
+def test_every_engine_babysit_reads_has_its_simulator(name: str) -> None:
+    package = ROOT / "sim" / name
+    assert (package / "__init__.py").is_file(), f"tui/sim/{name}/ simulates {name}"
+
+
+@pytest.mark.parametrize("name", ["sglang", "vllm"])
+def test_the_startup_phases_are_declared(name: str) -> None:
+    phases = SPECS[name].phases
+    assert len(phases) >= 3
+    assert all(p.name and p.lines for p in phases)
+    assert len({p.name for p in phases}) == len(phases), "each phase once, in order"
+
+
+LINES = st.one_of(
+    st.text(max_size=300),
+    st.builds(
+        "".join,
+        st.lists(
+            st.sampled_from(
+                [
+                    "[2026-01-02 03:04:05] ",
+                    "[2026-01-02 03:04:05.123 DP1 TP0] ",
+                    "INFO 01-02 03:04:05 [loggers.py:1] ",
+                    "(APIServer pid=7) ",
+                    "Decode batch, ",
+                    "Prefill batch. ",
+                    "Engine 000: ",
+                    "2 Engines Aggregated: ",
+                    "Avg prompt throughput: ",
+                    "SpecDecoding metrics: ",
+                    "Prefix cache hit rate: GPU: ",
+                    "#running-req: ",
+                    "gen throughput (token/s): ",
+                    "1.5",
+                    "nan",
+                    "1e999",
+                    "%",
+                    ", ",
+                    ": ",
+                    "\r",
+                    "\x00",
+                    "02-30 ",
+                    "9999-99-99 99:99:99",
+                ]
+            ),
+            max_size=14,
+        ),
+    ),
+)
+
+
+@pytest.mark.parametrize("name", sorted(s.name for s in readable()))
+@settings(max_examples=200, deadline=None)
+@given(lines=st.lists(LINES, min_size=1, max_size=4))
+def test_no_reader_raises_on_any_text(name: str, lines: list[str]) -> None:
+    for reference in (None, datetime(2026, 1, 3)):
+        reader = SPECS[name].reader(  # type: ignore[misc]
+            reference=reference, clock=lambda: datetime(2026, 1, 3), started=datetime(2026, 1, 1)
+        )
+        for offset, line in enumerate(lines):
+            for sample in reader.records(line, offset, run=1):
+                assert sample.engine == name
+                assert all(math.isfinite(v) for v in sample.values.values())
+            reader.line_time(line)
