@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -76,6 +77,32 @@ def _markers(engines: tuple[str, ...]) -> tuple[_Marker, ...]:
     return tuple(markers)
 
 
+#: The shortest and longest hint: shorter ones are in too many lines, longer cost more.
+_HINT_SIZES = range(4, 17)
+
+
+@functools.cache
+def _hints(needles: tuple[str, ...]) -> tuple[str, ...]:
+    """Few substrings, one of which each needle holds: greedily, the one held by the
+    most needles not yet covered (the longest of those), until all are."""
+    left = set(needles)
+    hints: list[str] = []
+    while left:
+        candidates = {
+            n[i : i + size] for n in left for size in _HINT_SIZES for i in range(len(n) - size + 1)
+        }
+        best = max(
+            (c for c in candidates if c.strip(" []:,.{(") == c),
+            key=lambda c: (sum(c in n for n in left), len(c)),
+            default=None,
+        )
+        if best is None:  # a needle shorter than any hint: it is its own
+            best = min(left, key=len)
+        hints.append(best)
+        left = {n for n in left if best not in n}
+    return tuple(hints)
+
+
 class RunBoundary:
     """Finds where runs start and when they are ready, one line at a time.
 
@@ -107,7 +134,7 @@ class RunBoundary:
         self._line_time = line_time or self._parser.line_time
         self._markers = _markers(engines)
         #: substrings one of which every marker line holds (a cheap first test)
-        self._hints = tuple({m.needle[-12:] for m in self._markers})
+        self._hints = _hints(tuple(m.needle for m in self._markers))
 
     def feed(self, text: str, offset: int | None) -> RunEvent | None:
         """The run event on this line, if it has one. Never raises."""
@@ -139,7 +166,10 @@ class RunBoundary:
         )
 
     def _marker(self, text: str) -> _Marker | None:
-        if not any(hint in text for hint in self._hints):
+        for hint in self._hints:
+            if hint in text:
+                break
+        else:
             return None
         for marker in self._markers:
             if marker.needle in text and self._plausible(marker, text):

@@ -58,11 +58,13 @@ class MetricsParser:
             (s.name, s.reader(reference=reference, clock=clock, started=started))  # type: ignore[misc]
             for s in specs
         )
+        #: (name, its reader's ``records``), bound once: the hot path
+        self._records = tuple((name, reader.records) for name, reader in self._readers)
 
     def records(self, text: str, offset: int | None, *, run: int = 0) -> Sequence[MetricSample]:
         """The samples on this line (none for most lines; two or more for glued lines)."""
-        for name, reader in self._readers:
-            found = reader.records(text, offset, run=run)
+        for name, records in self._records:
+            found = records(text, offset, run=run)
             if found:
                 if self.engine is None:
                     self.engine = name
@@ -71,8 +73,13 @@ class MetricsParser:
 
     def parse_line(self, text: str, offset: int | None, *, run: int = 0) -> MetricSample | None:
         """The (first) sample on this line, or None when it is not a metric line."""
-        found = self.records(text, offset, run=run)
-        return found[0] if found else None
+        for name, records in self._records:
+            found = records(text, offset, run=run)
+            if found:
+                if self.engine is None:
+                    self.engine = name
+                return found[0]
+        return None
 
     def line_time(self, text: str) -> datetime | None:
         """The time printed at the start of the line, by the first reader that dates it."""
