@@ -1,4 +1,4 @@
-"""``babysit sim``: run a simulated SGLang or vLLM server, or answer as ``nvidia-smi``.
+"""``babysit sim``: run a simulated SGLang, vLLM or llama.cpp server, or answer as ``nvidia-smi``.
 
 Synopsis::
 
@@ -40,8 +40,9 @@ from tui.sim.flags import parse_flags
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="babysit sim",
-        description="Run a simulated SGLang/vLLM server in the foreground (log on stdout/stderr, "
-        "HTTP on 127.0.0.1), or `babysit sim nvidia-smi ...` for the nvidia-smi stand-in.",
+        description="Run a simulated SGLang/vLLM/llama.cpp server in the foreground (log on "
+        "stdout/stderr, HTTP on 127.0.0.1), or `babysit sim nvidia-smi ...` for the nvidia-smi "
+        "stand-in.",
         epilog="Server flags go after `--`, e.g. babysit sim --engine sglang -- "
         "--model-path Qwen/Qwen3-8B --speculative-algorithm NEXTN",
     )
