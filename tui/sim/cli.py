@@ -1,8 +1,8 @@
-"""``babysit sim``: run a simulated SGLang or vLLM server, or answer as ``nvidia-smi``.
+"""``babysit sim``: run a simulated SGLang, vLLM or llama.cpp server, or answer as ``nvidia-smi``.
 
 Synopsis::
 
-    babysit sim --engine sglang|vllm [--engine-version V] [--port P] [--load-seconds S]
+    babysit sim --engine sglang|vllm|llamacpp [--engine-version V] [--port P] [--load-seconds S]
                 [--scenario NAME] [--seed N] [--tp N] [--stats-interval S] [-- SERVER FLAGS...]
     babysit sim nvidia-smi [--query-gpu=F,... | --query-compute-apps=F,... | -L] [--format=csv,...]
 
@@ -15,6 +15,14 @@ Everything after ``--`` is kept verbatim in the process's argv (so
 ``--enable-metrics``, ``--decode-log-interval``, ``--disable-log-stats``,
 ``--enforce-eager``, ``--disable-cuda-graph``. The sim's own ``--port``/``--tp``
 win over the server flags.
+
+``--engine llamacpp`` (llama.cpp's ``llama-server``) names a release by its build,
+``b2500`` to ``b9999`` (default ``b8800``), or by the log shape a build prints:
+``2024`` (``INFO [ func] msg | key=value``), ``2025`` (``slot print_timing:`` then
+unprefixed timing lines), ``2026`` (one prefixed line each), ``2026-06`` (acceptance per
+draft position). It reads ``-m``, ``-c``, ``-ngl``, ``-np``, ``--host``, ``--port``,
+``-md``, ``--draft-max``, ``--draft-min``, ``--metrics``, ``--slots``/``--no-slots``,
+``--log-prefix``, ``--log-timestamps``, ``-t`` and ``--alias``.
 """
 
 from __future__ import annotations
@@ -27,29 +35,30 @@ from tui.sim.config import SCENARIOS, Scenario, SimConfig
 from tui.sim.engine import EngineKind
 from tui.sim.errors import USAGE_EXIT, SimUsageError
 from tui.sim.flags import parse_flags
-from tui.sim.version import Version
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="babysit sim",
-        description="Run a simulated SGLang/vLLM server in the foreground (log on stdout/stderr, "
-        "HTTP on 127.0.0.1), or `babysit sim nvidia-smi ...` for the nvidia-smi stand-in.",
+        description="Run a simulated SGLang/vLLM/llama.cpp server in the foreground (log on "
+        "stdout/stderr, HTTP on 127.0.0.1), or `babysit sim nvidia-smi ...` for the nvidia-smi "
+        "stand-in.",
         epilog="Server flags go after `--`, e.g. babysit sim --engine sglang -- "
         "--model-path Qwen/Qwen3-8B --speculative-algorithm NEXTN",
     )
-    parser.add_argument("--engine", choices=("sglang", "vllm"), required=True)
+    parser.add_argument("--engine", choices=("sglang", "vllm", "llamacpp"), required=True)
     parser.add_argument(
         "--engine-version",
         metavar="V",
         help="release whose log format to follow (sglang 0.4.0-0.5.18 and 0.5.20-0.5.21, default "
-        "0.5.11; vllm 0.6.0-0.7.3 and 0.8.5-0.33.x, default 0.20.0)",
+        "0.5.11; vllm 0.6.0-0.7.3 and 0.8.5-0.33.x, default 0.20.0; llamacpp builds b2500-b9999 "
+        "or a shape 2024|2025|2026|2026-06, default b8800)",
     )
     parser.add_argument(
         "--port",
         type=int,
         metavar="P",
-        help="HTTP port (default: --port among the server flags, else 30000 / 8000; "
+        help="HTTP port (default: --port among the server flags, else 30000 / 8000 / 8080; "
         "0 picks a free one)",
     )
     parser.add_argument(
@@ -105,7 +114,7 @@ def parse_config(argv: list[str]) -> SimConfig:
     args = parser.parse_args(own)
     kind = engine_kind(args.engine)
     try:
-        version = Version.parse(args.engine_version or kind.default_version)
+        version = kind.parse_version(args.engine_version or kind.default_version)
     except ValueError as error:
         parser.error(str(error))
     if not kind.supports(version):

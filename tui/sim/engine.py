@@ -56,6 +56,8 @@ class EngineKind:
     #: Why a scenario is not simulated for a release (the lines it would print are not
     #: known for it), or None when it is.
     unsupported: Callable[[Version, str], str | None] = lambda _version, _name: None
+    #: How ``--engine-version`` is read (llama.cpp names builds ``bNNNN``).
+    parse_version: Callable[[str], Version] = Version.parse
 
     def supports(self, version: Version) -> bool:
         return any(low <= version <= high for low, high in self.releases)

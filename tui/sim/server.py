@@ -11,7 +11,9 @@ Exit statuses: 0 after a graceful SIGTERM/SIGINT once ready; death by the same
 signal while still loading (like an engine killed mid-load); SGLang's oom and
 crash-after and killed-after end by SIGKILL of the whole tree (a shell reports 137),
 its killed-at-load exits 1; vLLM's oom exits 1 and its crash-after and killed-after
-exit 0 once the API server's watchdog shut uvicorn down; 1 if the port is taken.
+exit 0 once the API server's watchdog shut uvicorn down; llama-server's oom exits 1,
+its crash-after 134 (abort()) and its killed-after and killed-at-load end by SIGKILL;
+1 if the port is taken.
 """
 
 from __future__ import annotations
