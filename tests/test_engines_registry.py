@@ -57,8 +57,23 @@ def test_the_registry_lists_every_engine_module() -> None:
     assert of_program(["bash", "run.sh"]) is None
 
 
+def declared(engine: EngineSpec) -> set[str]:
+    """Every line an engine's spec names (what it prints, in any field)."""
+    return {
+        *engine.ready,
+        *engine.run_starts,
+        *engine.deaths,
+        *engine.startup_failures,
+        *engine.telling,
+        *(h.text for h in engine.args_heads),
+        *(line for phase in engine.phases for line in phase.lines),
+    }
+
+
 def own_texts(engine: EngineSpec) -> set[str]:
-    """The literals that are this engine's alone: what it prints and what it serves."""
+    """The literals that are this engine's alone: its ready lines, death lines, args heads
+    and Prometheus names, less the lines another engine prints too (uvicorn's
+    ``Uvicorn running on`` is any uvicorn server's)."""
     page = engine.prometheus
     texts = {
         *engine.ready,
@@ -68,7 +83,8 @@ def own_texts(engine: EngineSpec) -> set[str]:
         *page.rates,
         *(page.acceptance or ()),
     }
-    return {t for t in texts if len(t) >= MIN_LENGTH}
+    shared = set().union(*(declared(s) for s in SPECS.values() if s is not engine))
+    return {t for t in texts - shared if len(t) >= MIN_LENGTH}
 
 
 def literals(path: Path) -> list[tuple[int, str]]:

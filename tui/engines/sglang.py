@@ -95,7 +95,6 @@ class Reader:
                 offset=offset,
                 source=source,
                 run=run,
-                label=series_label(source) if source else "",
             ),
         )
 

@@ -150,7 +150,6 @@ class Reader:
             offset=offset,
             source=source,
             run=run,
-            label=series_label(source) if source else "",
         )
 
     def _time(self, match: re.Match[str]) -> datetime:

@@ -127,8 +127,8 @@ class MetricSample:
     :class:`RunBoundary` had reached (0 before any startup line). ``pairs``
     holds the fields of a sample that has no line (a ``/metrics`` scrape).
     ``kind`` names the line's shape (``sglang-decode``, ``vllm-stats``,
-    ``prometheus``), ``engine`` the engine's name. ``label`` is the series label
-    the engine gives ``source`` (the DP rank, the engine index, or ``""``).
+    ``prometheus``), ``engine`` the engine's name (its spec's ``series_label``
+    turns ``source`` into the series label).
     """
 
     ts: datetime
@@ -140,7 +140,6 @@ class MetricSample:
     source: str = ""
     run: int = 0
     pairs: Mapping[str, str] | None = None
-    label: str = ""
 
     @property
     def raw(self) -> dict[str, str]:

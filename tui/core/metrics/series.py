@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from tui.core.metrics.model import Metric, MetricSample, Unit
 from tui.core.metrics.stamps import to_epoch
+from tui.engines import spec
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,7 +183,7 @@ class SeriesStore:
     def add_sample(self, service: str, sample: MetricSample, *, utc_offset: int = 0) -> int:
         """Record the canonical values of a sample; returns how many points were kept."""
         ts = to_epoch(sample.ts, utc_offset)
-        label = sample.label
+        label = spec(sample.engine).series_label(sample.source) if sample.source else ""
         kept = 0
         for metric, value in sample.values.items():
             point = SeriesPoint(ts, float(value), sample.run, sample.offset)
