@@ -39,6 +39,7 @@ from tui.core.lines import line_text
 from tui.core.logcursor import MAX_LINE_BYTES
 from tui.core.metrics.boundaries import LogScanner, RunEvent, RunEventKind
 from tui.core.metrics.model import Metric, MetricSample
+from tui.core.metrics.series import series_label
 from tui.core.metrics.stamps import YEAR_SLACK
 from tui.core.sanitize import printable
 from tui.engines import readable
@@ -217,7 +218,7 @@ class RunSummary:
         self._rng = random.Random(run)
 
     def add(self, sample: MetricSample) -> None:
-        label = sample.label
+        label = series_label(sample)
         for metric, value in sample.values.items():
             stat = self.stats.get((metric, label))
             if stat is None:

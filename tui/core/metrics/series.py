@@ -132,6 +132,12 @@ class ServiceMetrics:
         return {key.name: latest.to_json() for key, latest in self.latest.items()}
 
 
+def series_label(sample: MetricSample) -> str:
+    """The series a sample's values go to: its engine's label of its source (``DP1``,
+    ``engine 1``), or ``""`` for the whole service."""
+    return spec(sample.engine).series_label(sample.source) if sample.source else ""
+
+
 class SeriesStore:
     """Bounded series per service: ``max_points`` per series and run, ``max_runs`` runs kept.
 
@@ -183,7 +189,7 @@ class SeriesStore:
     def add_sample(self, service: str, sample: MetricSample, *, utc_offset: int = 0) -> int:
         """Record the canonical values of a sample; returns how many points were kept."""
         ts = to_epoch(sample.ts, utc_offset)
-        label = spec(sample.engine).series_label(sample.source) if sample.source else ""
+        label = series_label(sample)
         kept = 0
         for metric, value in sample.values.items():
             point = SeriesPoint(ts, float(value), sample.run, sample.offset)
