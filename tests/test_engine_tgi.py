@@ -434,6 +434,9 @@ def test_glued_success_lines_give_one_sample_each_at_its_own_offset() -> None:
     assert len(glued) == 2 and all(s.offset is None for s in glued)
     mixed = SPEC.reader(utc_offset=0).records(compact("Starting Webserver") + second, 0)
     assert [s.offset for s in mixed] == [len(compact("Starting Webserver"))]
+    coloured = SUCCESS_SHAPES["compact-coloured"]
+    both = SPEC.reader(utc_offset=0).records(coloured + first, 0)
+    assert [s.offset for s in both] == [0, len(coloured.encode())]
 
 
 @pytest.mark.parametrize(

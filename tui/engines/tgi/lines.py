@@ -27,9 +27,8 @@ from __future__ import annotations
 import calendar
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
-from decimal import Decimal
 
 from tui.core.metrics.model import MetricSample
 
@@ -50,27 +49,29 @@ _JSON_STAMP = re.compile(JSON_STAMP)
 # An escape sequence (CSI with its parameters, or ESC, intermediates and a final byte).
 _ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]?|[ -/]*[0-~]?)")
 # Where a line starts inside a physical line (two lines glued by a lost newline): a stamp
-# followed by a level, or a JSON object opening with its timestamp.
-_LINE_START = re.compile(
-    rf"(?:{COLOUR})*\d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z(?:{COLOUR}|\s)*"
+# followed by a level (its clock, found first: a search that starts with a letter is fast),
+# or a JSON object opening with its timestamp.
+_CLOCK = re.compile(r"T\d\d:\d\d:\d\d")
+_DATE_LENGTH = len("2025-05-01")
+_TEXT_START = re.compile(
+    rf"\d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z(?:{COLOUR}|\s)*"
     r"(?:TRACE|DEBUG|INFO|WARN|ERROR)\b"
-    r'|\{"timestamp":"'
 )
-# The request's span fields in a text line, as the full and compact formats print them.
-_TIMING = re.compile(
-    r"\b(total_time|validation_time|queue_time|inference_time|time_per_token"
-    r'|prompt_tokens|generated_tokens)="([^"]*)"'
-)
+# tracing dims the stamp: the code before it is the line's first byte.
+_DIM = "\x1b[2m"
+_JSON_START = '{"timestamp":"'
 # The message itself, after the router's file:line (full format) or its target (compact,
 # where the span's fields follow the message): not "Success" inside another message.
 _SUCCESS = re.compile(r"(?:\.rs:\d+|text_generation_router(?:::\w+)*): Success(?=\s*$| \w+=)")
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(s|ms|µs|μs|us|ns)", re.ASCII)
-_EXPONENT = {"s": 0, "ms": -3, "µs": -6, "μs": -6, "us": -6, "ns": -9}
+# The unit as a power of ten: "611.286748" "e-3" reads as 0.611286748 exactly as printed.
+_EXPONENT = {"s": "", "ms": "e-3", "µs": "e-6", "μs": "e-6", "us": "e-6", "ns": "e-9"}
 
 #: The span fields a ``Success`` sample keeps, durations in seconds, in the router's order.
 DURATIONS = ("total_time", "validation_time", "queue_time", "inference_time", "time_per_token")
 #: Token counts some routers record in the same span (``prompt_tokens="12"``).
 COUNTS = ("prompt_tokens", "generated_tokens")
+_FIELDS = (*DURATIONS, *COUNTS)
 _MESSAGE = "Success"
 _MICRO_DIGITS = 6
 
@@ -85,7 +86,7 @@ def seconds(printed: str) -> float | None:
     match = _DURATION.fullmatch(printed)
     if match is None:
         return None
-    return float(Decimal(match.group(1)).scaleb(_EXPONENT[match.group(2)]))
+    return float(match.group(1) + _EXPONENT[match.group(2)])
 
 
 def stamp_parts(text: str) -> tuple[int, ...] | None:
@@ -113,39 +114,67 @@ def wall_clock(parts: tuple[int, ...], utc_offset: int | None) -> datetime | Non
         return None
 
 
+def line_starts(text: str) -> list[int]:
+    """Where each line inside ``text`` begins, past its first: a stamp followed by a level
+    (with the code that dims the stamp), or a JSON object opening with its stamp."""
+    starts = []
+    for clock in _CLOCK.finditer(text):
+        at = clock.start() - _DATE_LENGTH
+        if at > 0 and _TEXT_START.match(text, at):
+            starts.append(at - len(_DIM) if text.endswith(_DIM, 0, at) else at)
+    at = text.find(_JSON_START, 1)
+    while at > 0:
+        starts.append(at)
+        at = text.find(_JSON_START, at + 1)
+    return sorted(s for s in set(starts) if s > 0)
+
+
 def pieces(text: str) -> Iterator[tuple[int, str]]:
     """(index, text) of each line in ``text``: one, or more when lines were glued."""
-    starts = [m.start() for m in _LINE_START.finditer(text)]
-    if not starts or starts[0] != 0:
-        starts.insert(0, 0)
+    starts = [0, *line_starts(text)]
     for begin, end in zip(starts, [*starts[1:], len(text)], strict=True):
         yield begin, text[begin:end]
 
 
-def text_timings(line: str) -> dict[str, str] | None:
-    """The span fields of a text-format ``Success`` line, as printed (None for another line).
+#: A span field: (its value as printed, the text a sample holds for it).
+Timing = tuple[str, str]
+
+
+def text_timings(line: str) -> dict[str, Timing] | None:
+    """The span fields of a text-format ``Success`` line (None for another line).
 
     A field's last printed value wins: the request's parameters, printed first, may
     hold any text (a stop sequence), the timings are recorded after them.
     """
     if _SUCCESS.search(line) is None:
         return None
-    found: dict[str, str] = {}
-    for match in _TIMING.finditer(line):
-        key, value = match.groups()
-        if valid(key, value):
-            found[key] = value
+    found: dict[str, Timing] = {}
+    for key in _FIELDS:
+        head = f'{key}="'
+        end = len(line)
+        while (at := line.rfind(head, 0, end)) >= 0:
+            start = at + len(head)
+            close = line.find('"', start)
+            before = line[at - 1 : at]
+            if close >= 0 and not (before.isalnum() or before == "_"):
+                held = field_text(key, line[start:close])
+                if held is not None:
+                    found[key] = (line[start:close], held)
+                    break
+            end = at
     return found
 
 
-def valid(key: str, value: str) -> bool:
-    """Whether ``value`` reads as the field ``key`` holds (a duration, or a count)."""
+def field_text(key: str, value: str) -> str | None:
+    """What a sample holds for the field ``key`` printed as ``value``: a duration in
+    seconds, a count as printed; None when ``value`` is neither."""
     if key in COUNTS:
-        return value.isascii() and value.isdigit()
-    return seconds(value) is not None
+        return value if value.isascii() and value.isdigit() else None
+    held = seconds(value)
+    return None if held is None else repr(held)
 
 
-def json_timings(line: str) -> dict[str, str] | None:
+def json_timings(line: str) -> dict[str, Timing] | None:
     """The span fields of a JSON ``Success`` line (router: flattened; launcher: nested)."""
     try:
         event, _ = json.JSONDecoder().raw_decode(line)
@@ -159,29 +188,18 @@ def json_timings(line: str) -> dict[str, str] | None:
         return None
     spans = event.get("spans")
     scopes = [*(spans if isinstance(spans, list) else ()), event.get("span")]
-    found: dict[str, str] = {}
+    found: dict[str, Timing] = {}
     for scope in scopes:
         if not isinstance(scope, dict):
             continue
-        for key in (*DURATIONS, *COUNTS):
+        for key in _FIELDS:
             value = scope.get(key)
-            if isinstance(value, int) and not isinstance(value, bool) and key in COUNTS:
+            if isinstance(value, int) and not isinstance(value, bool):
                 value = str(value)
-            if not isinstance(value, str):
-                continue
-            if valid(key, value):
-                found[key] = value
+            held = field_text(key, value) if isinstance(value, str) else None
+            if held is not None:
+                found[key] = (value, held)
     return found
-
-
-def sample_pairs(printed: Mapping[str, str]) -> dict[str, str]:
-    """The fields a sample holds: durations in seconds, counts as printed, in order."""
-    pairs: dict[str, str] = {}
-    for key in (*DURATIONS, *COUNTS):
-        if key in printed:
-            value = seconds(printed[key]) if key in DURATIONS else None
-            pairs[key] = printed[key] if value is None else repr(value)
-    return pairs
 
 
 class TgiReader:
@@ -224,16 +242,16 @@ class TgiReader:
             return None
         if offset is not None and at:
             offset += len(text[:at].encode("utf-8", "surrogatepass"))
-        body = ", ".join(f"{key}: {value}" for key, value in printed.items())
+        in_order = [(key, printed[key]) for key in _FIELDS if key in printed]
         return MetricSample(
             ts=ts,
             kind=REQUEST_KIND,  # type: ignore[arg-type]
             engine=ENGINE,  # type: ignore[arg-type]
-            body=body,
+            body=", ".join(f"{key}: {value}" for key, (value, _) in in_order),
             values={},
             offset=offset,
             run=run,
-            pairs=sample_pairs(printed),
+            pairs={key: held for key, (_, held) in in_order},
         )
 
 
