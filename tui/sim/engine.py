@@ -56,6 +56,10 @@ class EngineKind:
     #: Why a scenario is not simulated for a release (the lines it would print are not
     #: known for it), or None when it is.
     unsupported: Callable[[Version, str], str | None] = lambda _version, _name: None
+    #: ``--log-format`` choices, the release default first; with the release, why one is
+    #: not simulated for it (or None)
+    log_formats: tuple[str, ...] = ("default",)
+    log_format_unsupported: Callable[[Version, str], str | None] = lambda _version, _name: None
 
     def supports(self, version: Version) -> bool:
         return any(low <= version <= high for low, high in self.releases)

@@ -247,11 +247,10 @@ class SimServer:
         existing = env.get("PYTHONPATH")
         env["PYTHONPATH"] = _PACKAGE_ROOT + (os.pathsep + existing if existing else "")
         for rank in range(1, self.cfg.tp):
-            title = (
-                f"sglang::scheduler_TP{rank}"
-                if engine_name == "sglang"
-                else f"VLLM::Worker_TP{rank}"
-            )
+            title = {
+                "sglang": f"sglang::scheduler_TP{rank}",
+                "tgi": "text-generation-server",
+            }.get(engine_name, f"VLLM::Worker_TP{rank}")
             argv = [sys.executable, "-m", "tui.sim.worker", title, "--parent", str(self.pid)]
             if self.cfg.scenario.name == "ignore-sigterm":
                 argv.append("--ignore-term")
