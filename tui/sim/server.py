@@ -11,7 +11,8 @@ Exit statuses: 0 after a graceful SIGTERM/SIGINT once ready; death by the same
 signal while still loading (like an engine killed mid-load); SGLang's oom and
 crash-after and killed-after end by SIGKILL of the whole tree (a shell reports 137),
 its killed-at-load exits 1; vLLM's oom exits 1 and its crash-after and killed-after
-exit 0 once the API server's watchdog shut uvicorn down; 1 if the port is taken.
+exit 0 once the API server's watchdog shut uvicorn down; TGI's failures exit 1 (the
+launcher's ``Error: …``); 1 if the port is taken.
 """
 
 from __future__ import annotations
