@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 
 from tui.sim.histogram import Histogram
-from tui.sim.load import Request
+from tui.sim.load import Request, SpecModel
 from tui.sim.tgi.lines import TgiLines
 from tui.sim.tgi.rust import f64_display
 
@@ -52,6 +52,7 @@ class Metrics(TgiLines):
     max_input_tokens: int
     max_total_tokens: int
     speculate: int
+    spec: SpecModel | None
     _lock: threading.Lock
 
     def init_metrics(self) -> None:

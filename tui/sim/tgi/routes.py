@@ -19,7 +19,7 @@ from tui.sim.tgi.rust import NANOS_PER_SECOND, Some, duration_debug, struct_debu
 from tui.sim.version import Version
 
 UNHEALTHY = Response.json(503, {"error": "unhealthy", "error_type": "healthcheck"})
-METRICS_TEXT = "text/plain; charset=utf-8"
+TEXT_PLAIN = "text/plain; charset=utf-8"
 #: ``max_new_tokens`` when a 2.x request gives none (3.x fills the rest of max_total_tokens)
 LEGACY_MAX_NEW = 100
 #: GenerateParameters in declaration order with the value a request that sets nothing gets
@@ -98,12 +98,10 @@ class Routes(TgiLines):
 
         return {
             "/health": {
-                "GET": lambda _: Response(200, b"", METRICS_TEXT) if self.serving() else UNHEALTHY
+                "GET": lambda _: Response(200, b"", TEXT_PLAIN) if self.serving() else UNHEALTHY
             },
             "/info": {"GET": lambda _: Response.json(200, self._info())},
-            "/metrics": {
-                "GET": lambda _: Response(200, self.metrics_text().encode(), METRICS_TEXT)
-            },
+            "/metrics": {"GET": lambda _: Response(200, self.metrics_text().encode(), TEXT_PLAIN)},
             "/v1/models": {"GET": lambda _: Response.json(200, self._models())},
             "/generate": post(lambda payload: self._generate(payload, compat=False)),
             "/": post(lambda payload: self._generate(payload, compat=True)),
