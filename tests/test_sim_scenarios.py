@@ -458,7 +458,7 @@ def test_bad_arguments_exit_2(tmp_path: Path) -> None:
     for bad in (
         ["--engine", "sglang", "--engine-version", "0.9.0"],
         ["--engine", "vllm", "--scenario", "explode"],
-        ["--engine", "tgi"],
+        ["--engine", "trtllm"],
     ):
         done = subprocess.run(
             [sys.executable, "-m", "tui", "sim", *bad],

@@ -1,6 +1,6 @@
-"""sim: stand-ins for an SGLang/vLLM server and ``nvidia-smi``, faithful to the real log formats.
+"""sim: stand-ins for SGLang, vLLM and TGI servers and ``nvidia-smi``, true to their log formats.
 
-``babysit sim --engine sglang|vllm ... -- SERVER FLAGS`` runs one simulated
+``babysit sim --engine sglang|vllm|tgi ... -- SERVER FLAGS`` runs one simulated
 server in the foreground (:mod:`tui.sim.cli`, :mod:`tui.sim.server`): its log on
 stdout/stderr line by line, HTTP on 127.0.0.1, N-1 child processes for
 ``--tp N`` that die with it, scenarios for the failures babysit must recognise.
@@ -9,8 +9,8 @@ nvidia-smi's CSV queries from what running sims registered
 (:mod:`tui.sim.nvidia_smi`, :mod:`tui.sim.gpus`).
 
 The simulator shares no code with babysit's parsers: every line is written
-from the engines' own format strings (docstrings of :mod:`tui.sim.sglang` and
-:mod:`tui.sim.vllm`), never from a table a parser could also read.
+from the engines' own format strings (docstrings of :mod:`tui.sim.sglang`,
+:mod:`tui.sim.vllm` and :mod:`tui.sim.tgi`), never from a table a parser could also read.
 
 Environment:
 
@@ -24,6 +24,6 @@ Environment:
 ``CUDA_VISIBLE_DEVICES``
     GPUs a sim's ranks sit on.
 ``VLLM_LOG_STATS_INTERVAL``, ``SGLANG_LOG_MS``, ``SGLANG_LOG_FORWARD_ITERS``,
-``SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION``
+``SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION``, ``LOG_COLORIZE``
     Honoured as the real engines do (see the engine modules).
 """

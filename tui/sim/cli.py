@@ -1,9 +1,11 @@
-"""``babysit sim``: run a simulated SGLang, vLLM or llama.cpp server, or answer as ``nvidia-smi``.
+"""``babysit sim``: run a simulated SGLang, vLLM, llama.cpp or TGI server, or answer as
+``nvidia-smi``.
 
 Synopsis::
 
-    babysit sim --engine sglang|vllm|llamacpp [--engine-version V] [--port P] [--load-seconds S]
-                [--scenario NAME] [--seed N] [--tp N] [--stats-interval S] [-- SERVER FLAGS...]
+    babysit sim --engine sglang|vllm|llamacpp|tgi [--engine-version V] [--port P]
+                [--load-seconds S] [--scenario NAME] [--seed N] [--tp N] [--stats-interval S]
+                [--log-format F] [-- SERVER FLAGS...]
     babysit sim nvidia-smi [--query-gpu=F,... | --query-compute-apps=F,... | -L] [--format=csv,...]
 
 Everything after ``--`` is kept verbatim in the process's argv (so
@@ -13,8 +15,11 @@ Everything after ``--`` is kept verbatim in the process's argv (so
 ``--speculative-config '{...}'`` (vLLM), ``--mem-fraction-static``,
 ``--gpu-memory-utilization``, ``--max-running-requests``, ``--max-num-seqs``,
 ``--enable-metrics``, ``--decode-log-interval``, ``--disable-log-stats``,
-``--enforce-eager``, ``--disable-cuda-graph``. The sim's own ``--port``/``--tp``
-win over the server flags.
+``--enforce-eager``, ``--disable-cuda-graph``; for TGI (``text-generation-launcher``)
+``--model-id``, ``--num-shard``, ``--port``, ``--hostname``, ``--max-concurrent-requests``,
+``--max-input-tokens``/``--max-input-length``, ``--max-total-tokens``,
+``--max-batch-prefill-tokens``, ``--quantize``, ``--speculate``, ``--json-output``.
+The sim's own ``--port``/``--tp`` win over the server flags.
 
 ``--engine llamacpp`` (llama.cpp's ``llama-server``) names a release by its build,
 ``b2500`` to ``b9999`` (default ``b8800``), or by the log shape a build prints:
@@ -23,6 +28,25 @@ unprefixed timing lines), ``2026`` (one prefixed line each), ``2026-06`` (accept
 draft position). It reads ``-m``, ``-c``, ``-ngl``, ``-np``, ``--host``, ``--port``,
 ``-md``, ``--draft-max``, ``--draft-min``, ``--metrics``, ``--slots``/``--no-slots``,
 ``--log-prefix``, ``--log-timestamps``, ``-t`` and ``--alias``.
+
+``--log-format`` picks how log records look when the engine's logging is not the
+release default:
+
+- ``default``: the release's own format (every engine).
+- vLLM ``color``: the coloured formatter (TTY, ``VLLM_LOGGING_COLOR=1`` or
+  ``FORCE_COLOR``; 0.31 on): ``\033[0;36m(tag)\033[0;0m``, the level coloured,
+  the stamp and ``[file.py:N]`` grey (``\033[90m``).
+- vLLM and SGLang ``json``: python-json-logger through a user logging config
+  (``--logging-config`` / ``VLLM_LOGGING_CONFIG_PATH`` / ``SGLANG_LOGGING_CONFIG_PATH``),
+  one object per record with ``asctime`` (``YYYY-MM-DD HH:MM:SS,mmm``), ``levelname``,
+  ``name``, ``processName``, ``process`` and ``message``.
+- SGLang ``plain``: no ``[...]`` prefix, ``YYYY-MM-DD HH:MM:SS LEVEL PID [file.py:N] ...``
+  (SGLang inside another program's logging setup).
+- SGLang ``stdlib``: ``%(asctime)s [%(levelname)s] %(name)s: ...`` (a stdlib dictConfig).
+
+Lines written straight to the streams (uvicorn, tqdm, tracebacks) keep their shape in
+every format. TGI's own formats follow its environment and flags instead: ``--json-output``
+and ``LOG_COLORIZE=1`` (the router colours its lines unless it is set).
 """
 
 from __future__ import annotations
@@ -40,25 +64,26 @@ from tui.sim.flags import parse_flags
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="babysit sim",
-        description="Run a simulated SGLang/vLLM/llama.cpp server in the foreground (log on "
-        "stdout/stderr, HTTP on 127.0.0.1), or `babysit sim nvidia-smi ...` for the nvidia-smi "
-        "stand-in.",
+        description="Run a simulated SGLang/vLLM/llama.cpp/TGI server in the foreground "
+        "(log on stdout/stderr, HTTP on 127.0.0.1), or `babysit sim nvidia-smi ...` for the "
+        "nvidia-smi stand-in.",
         epilog="Server flags go after `--`, e.g. babysit sim --engine sglang -- "
         "--model-path Qwen/Qwen3-8B --speculative-algorithm NEXTN",
     )
-    parser.add_argument("--engine", choices=("sglang", "vllm", "llamacpp"), required=True)
+    parser.add_argument("--engine", choices=("sglang", "vllm", "llamacpp", "tgi"), required=True)
     parser.add_argument(
         "--engine-version",
         metavar="V",
         help="release whose log format to follow (sglang 0.4.0-0.5.18 and 0.5.20-0.5.21, default "
         "0.5.11; vllm 0.6.0-0.7.3 and 0.8.5-0.33.x, default 0.20.0; llamacpp builds b2500-b9999 "
-        "or a shape 2024|2025|2026|2026-06, default b8800)",
+        "or a shape 2024|2025|2026|2026-06, default b8800; tgi 2.0.0-3.3.x, default 3.0.1)",
     )
     parser.add_argument(
         "--port",
         type=int,
         metavar="P",
-        help="HTTP port (default: --port among the server flags, else 30000 / 8000 / 8080; "
+        help="HTTP port (default: --port among the server flags, else 30000 / 8000 / 8080 / "
+        "3000; "
         "0 picks a free one)",
     )
     parser.add_argument(
@@ -92,6 +117,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         metavar="S",
         help="vLLM stats line period (default $VLLM_LOG_STATS_INTERVAL or 10; 5 for V0)",
+    )
+    parser.add_argument(
+        "--log-format",
+        default="default",
+        metavar="F",
+        help="how log records look: default (every engine); vllm: color, json; "
+        "sglang: plain, stdlib, json (see `babysit sim` in the docs)",
     )
     return parser
 
@@ -127,6 +159,15 @@ def parse_config(argv: list[str]) -> SimConfig:
         parser.error(str(error))
     if (why := kind.unsupported(version, scenario.name)) is not None:
         parser.error(f"{scenario.name} is not simulated for {args.engine} {version}: {why}")
+    if args.log_format not in kind.log_formats:
+        parser.error(
+            f"--log-format {args.log_format} is not simulated for {args.engine}; "
+            f"choose from {', '.join(kind.log_formats)}"
+        )
+    if (why := kind.log_format_unsupported(version, args.log_format)) is not None:
+        parser.error(
+            f"--log-format {args.log_format} is not simulated for {args.engine} {version}: {why}"
+        )
     flags = parse_flags(server, kind.aliases)
     port = args.port
     if port is None:
@@ -156,6 +197,7 @@ def parse_config(argv: list[str]) -> SimConfig:
         tp=tp,
         stats_interval=args.stats_interval,
         flags=flags,
+        log_format=args.log_format,
     )
 
 

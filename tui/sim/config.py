@@ -62,3 +62,5 @@ class SimConfig:
     tp: int
     stats_interval: float | None
     flags: ServerFlags
+    #: how log records are formatted (see ``--log-format``); "default" is the release default
+    log_format: str = "default"

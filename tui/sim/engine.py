@@ -58,6 +58,10 @@ class EngineKind:
     unsupported: Callable[[Version, str], str | None] = lambda _version, _name: None
     #: How ``--engine-version`` is read (llama.cpp names builds ``bNNNN``).
     parse_version: Callable[[str], Version] = Version.parse
+    #: ``--log-format`` choices, the release default first; with the release, why one is
+    #: not simulated for it (or None)
+    log_formats: tuple[str, ...] = ("default",)
+    log_format_unsupported: Callable[[Version, str], str | None] = lambda _version, _name: None
 
     def supports(self, version: Version) -> bool:
         return any(low <= version <= high for low, high in self.releases)

@@ -13,7 +13,7 @@ crash-after and killed-after end by SIGKILL of the whole tree (a shell reports 1
 its killed-at-load exits 1; vLLM's oom exits 1 and its crash-after and killed-after
 exit 0 once the API server's watchdog shut uvicorn down; llama-server's oom exits 1,
 its crash-after 134 (abort()) and its killed-after and killed-at-load end by SIGKILL;
-1 if the port is taken.
+TGI's failures exit 1 (the launcher's ``Error: …``); 1 if the port is taken.
 """
 
 from __future__ import annotations
@@ -249,11 +249,10 @@ class SimServer:
         existing = env.get("PYTHONPATH")
         env["PYTHONPATH"] = _PACKAGE_ROOT + (os.pathsep + existing if existing else "")
         for rank in range(1, self.cfg.tp):
-            title = (
-                f"sglang::scheduler_TP{rank}"
-                if engine_name == "sglang"
-                else f"VLLM::Worker_TP{rank}"
-            )
+            title = {
+                "sglang": f"sglang::scheduler_TP{rank}",
+                "tgi": "text-generation-server",
+            }.get(engine_name, f"VLLM::Worker_TP{rank}")
             argv = [sys.executable, "-m", "tui.sim.worker", title, "--parent", str(self.pid)]
             if self.cfg.scenario.name == "ignore-sigterm":
                 argv.append("--ignore-term")

@@ -21,6 +21,7 @@ Environment honoured like the real server: ``SGLANG_LOG_MS`` (≥0.5.6),
 from __future__ import annotations
 
 from tui.sim.engine import EngineKind
+from tui.sim.sglang import formats
 from tui.sim.sglang.engine import SGLang
 from tui.sim.sglang.releases import ALIASES, DEFAULT_PORT, DEFAULT_VERSION, RELEASES
 from tui.sim.version import V, Version
@@ -44,4 +45,5 @@ KIND = EngineKind(
     releases=RELEASES,
     factory=SGLang,
     unsupported=_unsupported,
+    log_formats=formats.FORMATS,
 )

@@ -7,6 +7,7 @@ import time
 from tui.sim.access import access_text
 from tui.sim.engine import Engine
 from tui.sim.out import STDERR, STDOUT
+from tui.sim.sglang import formats
 from tui.sim.version import V, Version
 
 _PY = {
@@ -44,13 +45,24 @@ class SglangLines(Engine):
             return f" TP{rank}"
         return ""
 
+    def _other_format(self, message: str, *, scheduler: bool, pid: int) -> bool:
+        """Write ``message`` in the ``--log-format`` chosen; False for SGLang's own format."""
+        log_format = self.cfg.log_format
+        if log_format == formats.DEFAULT:
+            return False
+        site = formats.site_of(message, scheduler=scheduler)
+        self.host.out.line(formats.render(log_format, message, site, pid, time.time()), STDERR)
+        return True
+
     def main(self, message: str) -> None:
         """A line from the main (tokenizer/HTTP) process: no rank tag."""
-        self.host.out.line(f"[{self._stamp()}] {message}", STDERR)
+        if not self._other_format(message, scheduler=False, pid=self.host.pid):
+            self.host.out.line(f"[{self._stamp()}] {message}", STDERR)
 
     def sched(self, message: str, rank: int = 0) -> None:
         """A line from scheduler ``rank``."""
-        self.host.out.line(f"[{self._stamp()}{self._tag(rank)}] {message}", STDERR)
+        if not self._other_format(message, scheduler=True, pid=self.host.child_pid(rank)):
+            self.host.out.line(f"[{self._stamp()}{self._tag(rank)}] {message}", STDERR)
 
     def every_rank(self, message: str) -> None:
         """A line each scheduler rank logs, TP0 first."""

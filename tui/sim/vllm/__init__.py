@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from tui.sim.engine import EngineKind
 from tui.sim.version import V, Version
+from tui.sim.vllm import formats
 from tui.sim.vllm.engine import VLLM
 from tui.sim.vllm.releases import ALIASES, DEFAULT_PORT, DEFAULT_VERSION, SUPPORTED
 
@@ -38,4 +39,6 @@ KIND = EngineKind(
     releases=SUPPORTED,
     factory=VLLM,
     unsupported=_unsupported,
+    log_formats=formats.FORMATS,
+    log_format_unsupported=formats.unsupported,
 )

@@ -8,6 +8,7 @@ from tui.sim.access import access_text
 from tui.sim.engine import Engine
 from tui.sim.out import STDERR, STDOUT
 from tui.sim.version import V, Version
+from tui.sim.vllm import formats
 
 _PY = "/usr/local/lib/python3.12/dist-packages"
 
@@ -67,11 +68,31 @@ class VllmLines(Engine):
     def log(
         self, key: str, message: str, proc: str = "api", level: str = "INFO", rank: int = 0
     ) -> None:
-        """One record from call site ``key``; continuation lines re-prefixed after ``\\r\\n``."""
+        """One record from call site ``key``; continuation lines re-prefixed after ``\\r\\n``
+        (python-json-logger keeps them inside the message)."""
         file, line = self.sites[key]
-        stamp = time.strftime("%m-%d %H:%M:%S", time.localtime())
+        now = time.time()
+        log_format = self.cfg.log_format
+        if log_format == formats.JSON:
+            tag = self._proc_tag(proc, rank)
+            record = formats.json_record(
+                now,
+                level,
+                formats.logger_name(file, v0=self.v0),
+                process_name=(
+                    tag[1:].split(" pid=", 1)[0] if tag and proc != "api" else "MainProcess"
+                ),
+                pid=self.host.pid if rank == 0 else self.host.child_pid(rank),
+                message=message,
+            )
+            self.host.out.line(self.raw_tag(proc, rank) + record, STDOUT)
+            return
+        stamp = time.strftime("%m-%d %H:%M:%S", time.localtime(now))
         site = f"{file}:{line}]" if self.v0 else f"[{file}:{line}]"
-        prefix = f"{self.log_tag(proc, rank)}{level} {stamp} {site} "
+        if log_format == formats.COLOR:
+            prefix = formats.coloured_prefix(self.log_tag(proc, rank), level, stamp, site)
+        else:
+            prefix = f"{self.log_tag(proc, rank)}{level} {stamp} {site} "
         self.host.out.line(prefix + message.replace("\n", "\r\n" + prefix), STDOUT)
 
     def raw(self, text: str, proc: str = "api", fd: int = STDERR, rank: int = 0) -> None:
