@@ -136,19 +136,21 @@ def parse_stream(stream: BinaryIO, scanner: LogScanner, report: Report) -> bool:
     lines = metric_lines = 0
     for offset, text in read_lines(stream):
         lines += 1
-        found = scanner.feed(text, offset)
-        if found is None:
+        everything = scanner.feed_all(text, offset)
+        if not everything:
             continue
-        if isinstance(found, MetricSample):
+        if isinstance(everything[0], MetricSample):
             metric_lines += 1
-            summary.add(found)
-            report.sample(found)
-            continue
-        if found.kind is RunEventKind.STARTED:
-            report.run_end(summary)
-            summary = RunSummary(found.run)
-        summary.events.append(found)
-        report.run_event(found)
+        for found in everything:
+            if isinstance(found, MetricSample):
+                summary.add(found)
+                report.sample(found)
+                continue
+            if found.kind is RunEventKind.STARTED:
+                report.run_end(summary)
+                summary = RunSummary(found.run)
+            summary.events.append(found)
+            report.run_event(found)
     report.run_end(summary)
     engine = scanner.engine
     report.end(lines, metric_lines, scanner.run, engine)

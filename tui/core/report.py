@@ -259,14 +259,15 @@ class ServiceFacts:
         self._read_to.move_to_end(key)
         while len(self._read_to) > FILES_REMEMBERED:
             self._read_to.popitem(last=False)
-        found = self._scanner.feed(text, offset)
         self._deaths.feed(text, offset)
-        if isinstance(found, RunEvent) and found.kind is RunEventKind.STARTED:
-            self._deaths.new_run()
-            self._store.begin_run(self.name, found.run)
-        elif isinstance(found, MetricSample) and self.log_metrics:
-            return self._store.add_sample(self.name, found, utc_offset=utc_offset) > 0
-        return False
+        kept = 0
+        for found in self._scanner.feed_all(text, offset):
+            if isinstance(found, RunEvent) and found.kind is RunEventKind.STARTED:
+                self._deaths.new_run()
+                self._store.begin_run(self.name, found.run)
+            elif isinstance(found, MetricSample) and self.log_metrics:
+                kept += self._store.add_sample(self.name, found, utc_offset=utc_offset)
+        return kept > 0
 
     def feed_line(self, line: LogLine, *, utc_offset: int) -> bool:
         """A followed line (:meth:`feed` of its text, file and offset)."""

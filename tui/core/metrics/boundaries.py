@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -226,3 +226,12 @@ class LogScanner:
         if sample is not None:
             return sample
         return self.boundary.feed(text, offset)
+
+    def feed_all(self, text: str, offset: int | None) -> Sequence[MetricSample | RunEvent]:
+        """Every sample on the line (two or more when lines were glued together), or its
+        run event, or nothing."""
+        samples = self.parser.records(text, offset, run=self.boundary.run)
+        if samples:
+            return samples
+        event = self.boundary.feed(text, offset)
+        return () if event is None else (event,)
