@@ -29,8 +29,8 @@ from tui.engines.spec import EngineSpec
 pytestmark = pytest.mark.unit
 
 ROOT = Path(tui.__file__).parent
-#: The engines babysit has always read; others join them as their modules land.
-KNOWN = {"generic", "sglang", "vllm"}
+#: The engines babysit knows: adding one is adding its module (and its simulator's).
+KNOWN = {"generic", "sglang", "vllm", "llamacpp", "tgi"}
 #: The shortest literal searched for: shorter ones ("Running") are common words.
 MIN_LENGTH = 8
 
@@ -51,9 +51,13 @@ def test_the_registry_lists_every_engine_module() -> None:
         assert isinstance(found, EngineSpec) and found.name == name
         assert spec(name) is found and spec(Engine(name)) is found
     assert spec("no such engine").name == GENERIC
-    assert {s.name for s in readable()} >= {"sglang", "vllm"}
+    assert {s.name for s in readable()} == KNOWN - {GENERIC}
     assert of_program(["python3", "-m", "sglang.launch_server"]) is SPECS["sglang"]
     assert of_program(["/usr/bin/vllm", "serve", "m"]) is SPECS["vllm"]
+    assert (
+        of_program(["/opt/llama.cpp/build/bin/llama-server", "-m", "q.gguf"]) is SPECS["llamacpp"]
+    )
+    assert of_program(["text-generation-launcher", "--model-id", "m"]) is SPECS["tgi"]
     assert of_program(["bash", "run.sh"]) is None
 
 
@@ -140,7 +144,7 @@ def test_every_engine_babysit_reads_has_its_simulator(name: str) -> None:
     assert (package / "__init__.py").is_file(), f"tui/sim/{name}/ simulates {name}"
 
 
-@pytest.mark.parametrize("name", ["sglang", "vllm"])
+@pytest.mark.parametrize("name", sorted(KNOWN - {GENERIC}))
 def test_the_startup_phases_are_declared(name: str) -> None:
     phases = SPECS[name].phases
     assert len(phases) >= 3
