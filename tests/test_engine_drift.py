@@ -148,6 +148,17 @@ GOLDEN = [
         {PRE: 18342.07, RUN: 14, QUE: 5, USE: 0.31},
         {"#pending-token": 20480},
     ),
+    (
+        "sglang-json-logger",
+        '{"asctime": "2026-05-09 09:22:05,123", "levelname": "INFO", "name": '
+        '"sglang.srt.managers.scheduler_metrics_mixin", "process": 4242, "message": '
+        f'"Decode batch, {DECODE_BODY}"}}',
+        "sglang-decode",
+        SG_TS.replace(microsecond=123000),
+        "",
+        DECODE_VALUES,
+        DECODE_FIELDS,
+    ),
     # --- SGLang inside wrappers ------------------------------------------------------------
     (
         "sglang-docker-timestamps",

@@ -12,6 +12,7 @@ named ``sglang:*``.
 from __future__ import annotations
 
 from tui.core.metrics.model import Metric
+from tui.engines._json_lines import STAMP as JSON_STAMP
 from tui.engines._literals import read_literals
 from tui.engines.sglang.lines import NAME, Reader
 from tui.engines.spec import ArgsHead, EngineSpec, Phase, Prometheus, Stamp, StampKind
@@ -82,6 +83,8 @@ SPEC = EngineSpec(
         ),
         # 0.2.x-0.3.x: [HH:MM:SS TP0]
         Stamp(r"\[(\d\d):(\d\d):(\d\d)(?: [A-Z_]+\d+)*\] ", StampKind.TIME_ONLY),
+        # python-json-logger (SGLANG_LOGGING_CONFIG_PATH): {"asctime": "...,mmm", ...}
+        Stamp(JSON_STAMP),
         # the diffusion logger: [MM-DD HH:MM:SS]
         Stamp(r"\[(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\] ", StampKind.YEARLESS),
     ),

@@ -6,8 +6,9 @@ The line prefix, by what set up SGLang's logging:
 * 0.2.x-0.3.x: ``[HH:MM:SS TP0] `` (no date: the run's start date is the line's);
 * the diffusion logger (``sglang.multimodal_gen``): ``[MM-DD HH:MM:SS] `` (no year);
 * another program's logger, or ``SGLANG_LOGGING_CONFIG_PATH``:
-  ``YYYY-MM-DD HH:MM:SS LEVEL PID [file.py:N] `` and the stdlib
-  ``YYYY-MM-DD HH:MM:SS,mmm [LEVEL] name: ``.
+  ``YYYY-MM-DD HH:MM:SS LEVEL PID [file.py:N] ``, the stdlib
+  ``YYYY-MM-DD HH:MM:SS,mmm [LEVEL] name: ``, and python-json-logger's objects (one per
+  line, the ``message`` read as a line's message, ``asctime`` its time).
 
 The engine's own line may sit inside a wrapper's (``docker logs --timestamps``, a log
 viewer, journald, an outer stamp, a Ray actor tag, tqdm progress glued in front): it
@@ -24,6 +25,8 @@ from datetime import datetime, timedelta
 
 from tui.core.metrics.model import Metric, MetricSample, canonical
 from tui.core.metrics.stamps import infer_year
+from tui.engines._json_lines import line_time as json_line_time
+from tui.engines._json_lines import records as json_records
 
 NAME = "sglang"
 
@@ -101,6 +104,10 @@ class Reader:
         try:
             if "\x1b" in text:
                 text = _ANSI.sub("", text)
+            if '"message"' in text:
+                found = self._json(text, offset, run)
+                if found:
+                    return found
             match = _BATCH.match(text) if text[:1] == "[" else None
             if match is not None and text.find("[", match.end()) < 0:
                 stamp, millis, ranks, head, forward = match.groups()
@@ -133,6 +140,19 @@ class Reader:
             found.append(
                 self._sample(ts, head_name, forward, body, source=source, offset=offset, run=run)
             )
+        return tuple(found)
+
+    def _json(self, text: str, offset: int | None, run: int) -> tuple[MetricSample, ...]:
+        """The stats lines among a JSON formatter's objects on this line."""
+        found = []
+        for message, ts in json_records(text):
+            head = _HEAD.match(message)
+            if head is not None:
+                name, forward = head.groups()
+                body = message[head.end() :]
+                found.append(
+                    self._sample(ts, name, forward, body, source="", offset=offset, run=run)
+                )
         return tuple(found)
 
     @staticmethod
@@ -170,7 +190,9 @@ class Reader:
             if match is not None:
                 return self._time(match.group(1), match.group(2))
             line = _LINE.search(text)
-            return None if line is None else self._stamp_of(line)[0]
+            if line is not None:
+                return self._stamp_of(line)[0]
+            return json_line_time(text)
         except (ValueError, OverflowError):
             return None
 
@@ -204,10 +226,9 @@ class Reader:
     def _time_only(self, clock: str) -> datetime:
         hour, minute, second = int(clock[0:2]), int(clock[3:5]), int(clock[6:8])
         if self._started is not None:
-            ts = datetime.combine(self._started.date(), datetime.min.time()).replace(
-                hour=hour, minute=minute, second=second
-            )
-            return ts + _DAY if ts < self._started.replace(microsecond=0) else ts
+            start = self._started.replace(microsecond=0)
+            ts = start.replace(hour=hour, minute=minute, second=second)
+            return ts + _DAY if ts < start else ts
         base = self._reference if self._reference is not None else self._clock()
         ts = base.replace(hour=hour, minute=minute, second=second, microsecond=0)
         return ts - _DAY if ts > base + _TIME_ONLY_SLACK else ts

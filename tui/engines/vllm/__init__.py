@@ -13,6 +13,7 @@ startup complete.``; ``/metrics`` named ``vllm:*``.
 from __future__ import annotations
 
 from tui.core.metrics.model import Metric
+from tui.engines._json_lines import STAMP as JSON_STAMP
 from tui.engines._literals import read_literals
 from tui.engines.spec import ArgsHead, EngineSpec, Phase, Prometheus, Stamp, StampKind
 from tui.engines.vllm.lines import LEVEL, NAME, TAG, Reader
@@ -80,7 +81,7 @@ SPEC = EngineSpec(
             StampKind.YEARLESS,
         ),
         # the JSON formatter (>= 0.33): {"asctime": "YYYY-MM-DD HH:MM:SS,mmm", ...}
-        Stamp(r'\{.*?"asctime": ?"(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)'),
+        Stamp(JSON_STAMP),
     ),
     pid_tag="pid=%d)",
     aliases={

@@ -29,7 +29,6 @@ while the GPU's is in use).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -37,6 +36,8 @@ from datetime import datetime
 from tui.core.metrics.fields import split_fields
 from tui.core.metrics.model import Metric, MetricSample, canonical
 from tui.core.metrics.stamps import infer_year
+from tui.engines._json_lines import line_time as json_line_time
+from tui.engines._json_lines import records as json_records
 
 NAME = "vllm"
 
@@ -50,9 +51,6 @@ _PREFIX = re.compile(
 _AGGREGATED = re.compile(r"(\d+) Engines Aggregated: ")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _REPEATED = re.compile(r" ?\[repeated \d+x across cluster\]")
-_JSON_DECODER = json.JSONDecoder()
-#: Objects tried on one line (each ``{`` is a try): one line is one object, two if glued.
-_MAX_TRIES = 8
 
 STATS = "vllm-stats"
 SPEC = "vllm-spec"
@@ -135,8 +133,7 @@ class Reader:
             match = _PREFIX.search(text)
             if match is not None:
                 return self._time(match)
-            records = _objects(text) if '"asctime"' in text else []
-            return _wall(records[0].get("asctime")) if records else None
+            return json_line_time(text)
         except (ValueError, OverflowError, TypeError):
             return None
 
@@ -154,12 +151,10 @@ class Reader:
     def _json(self, text: str, offset: int | None, run: int) -> tuple[MetricSample, ...]:
         """The metric messages of the JSON formatter's objects on this line."""
         found = []
-        for record in _objects(text):
-            message, ts = record.get("message"), _wall(record.get("asctime"))
-            if isinstance(message, str) and ts is not None:
-                sample = self._message(message, ts, offset, run)
-                if sample is not None:
-                    found.append(sample)
+        for message, ts in json_records(text):
+            sample = self._message(message, ts, offset, run)
+            if sample is not None:
+                found.append(sample)
         return tuple(found)
 
     def _message(
@@ -239,41 +234,3 @@ def _device_usage(body: str, values: dict[Metric, float]) -> None:
 
 def _positive(values: dict[Metric, float]) -> dict[Metric, float]:
     return {metric: value for metric, value in values.items() if value > 0}
-
-
-def _objects(text: str) -> list[dict[str, object]]:
-    """The JSON objects on a line, in order (a wrapper's text before them skipped), from
-    at most :data:`_MAX_TRIES` of its ``{``."""
-    found: list[dict[str, object]] = []
-    start = text.find("{")
-    for _ in range(_MAX_TRIES):
-        if start < 0:
-            break
-        try:
-            record, end = _JSON_DECODER.raw_decode(text, start)
-        except ValueError:
-            start = text.find("{", start + 1)
-            continue
-        if isinstance(record, dict):
-            found.append(record)
-        start = text.find("{", end)
-    return found
-
-
-def _wall(stamp: object) -> datetime | None:
-    """The JSON formatter's ``asctime`` (``YYYY-MM-DD HH:MM:SS,mmm``), or None."""
-    if not isinstance(stamp, str) or len(stamp) < 19:
-        return None
-    try:
-        ts = datetime(
-            int(stamp[0:4]),
-            int(stamp[5:7]),
-            int(stamp[8:10]),
-            int(stamp[11:13]),
-            int(stamp[14:16]),
-            int(stamp[17:19]),
-        )
-        millis = stamp[20:23]
-        return ts.replace(microsecond=int(millis) * 1000) if millis.isdigit() else ts
-    except ValueError:
-        return None
