@@ -102,12 +102,7 @@ class Reader:
         if "batch" not in text:
             return _NONE
         try:
-            if "\x1b" in text:
-                text = _ANSI.sub("", text)
-            if '"message"' in text:
-                found = self._json(text, offset, run)
-                if found:
-                    return found
+            # the common case first: the release prefix at the start, one line
             match = _BATCH.match(text) if text[:1] == "[" else None
             if match is not None and text.find("[", match.end()) < 0:
                 stamp, millis, ranks, head, forward = match.groups()
@@ -116,6 +111,12 @@ class Reader:
                 return (
                     self._sample(ts, head, forward, body, source=ranks[1:], offset=offset, run=run),
                 )
+            if "\x1b" in text:
+                text = _ANSI.sub("", text)
+            if '"message"' in text:
+                found = self._json(text, offset, run)
+                if found:
+                    return found
             return self._glued(text, offset, run)
         except (ValueError, OverflowError, IndexError):
             return _NONE

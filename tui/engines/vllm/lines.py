@@ -112,13 +112,9 @@ class Reader:
         try:
             if "\x1b" in text:
                 text = _ANSI.sub("", text)
-            if '"message"' in text:
-                found = self._json(text, offset, run)
-                if found:
-                    return found
             match = _PREFIX.search(text)
             if match is None:
-                return _NONE
+                return self._json(text, offset, run) if '"message"' in text else _NONE
             if text.find("] ", match.end()) < 0:
                 sample = self._message(text[match.end() :], self._time(match), offset, run)
                 return _NONE if sample is None else (sample,)
