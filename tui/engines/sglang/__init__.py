@@ -1,53 +1,23 @@
 """SGLang (``python -m sglang.launch_server``): everything babysit knows of it.
 
-Lines: ``[YYYY-MM-DD HH:MM:SS(.mmm)( DP0 TP0 ...)] message``; metric lines
-``Decode batch``/``Prefill batch`` (heads ``Decode batch.``, ``Decode batch [N],``,
-``Decode batch,``; trailing comma or not); the args line ``server_args=ServerArgs(...)``
-(<= 0.5.18) or ``server_args={...}`` (>= 0.5.20); ready when ``The server is fired up
-and ready to roll!``; ``/metrics`` (``--enable-metrics``) named ``sglang:*``.
+Lines: ``[YYYY-MM-DD HH:MM:SS(.mmm)( DP0 TP0 ...)] message`` and the other prefixes
+:mod:`~tui.engines.sglang.lines` reads (time-only, year-less, another logger's);
+metric lines ``Decode batch``/``Prefill batch`` (heads ``Decode batch.``, ``Decode
+batch [N],``, ``Decode batch,``; trailing comma or not); the args line
+``server_args=ServerArgs(...)`` (<= 0.5.18) or ``server_args={...}`` (>= 0.5.20); ready
+when ``The server is fired up and ready to roll!``; ``/metrics`` (``--enable-metrics``)
+named ``sglang:*``.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Sequence
-from datetime import datetime
-
-from tui.core.metrics.model import Metric, MetricSample, canonical
+from tui.core.metrics.model import Metric
+from tui.engines._json_lines import STAMP as JSON_STAMP
 from tui.engines._literals import read_literals
-from tui.engines.spec import ArgsHead, EngineSpec, Phase, Prometheus, Stamp
+from tui.engines.sglang.lines import NAME, Reader
+from tui.engines.spec import ArgsHead, EngineSpec, Phase, Prometheus, Stamp, StampKind
 
-NAME = "sglang"
-
-_BATCH = re.compile(
-    r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:\.(\d{3}))?((?: [A-Z_]+\d+)*)\] "
-    r"(Decode|Prefill) batch(?: \[(\d+)\])?[.,] ?"
-)
-#: The line prefix: ``[2026-05-09 09:22:05.123 DP0 TP0] ``.
-PREFIX = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:\.(\d{3}))?((?: [A-Z_]+\d+)*)\] ")
-
-#: key in a line -> canonical metric; for each metric the line's first such key wins
-_CANON: dict[str, Metric] = {
-    "gen throughput (token/s)": Metric.GEN_THROUGHPUT,
-    "input throughput (token/s)": Metric.PREFILL_THROUGHPUT,
-    "accept len": Metric.ACCEPT_LEN,
-    "accept rate": Metric.ACCEPT_RATE,
-    "#running-req": Metric.RUNNING,
-    "#queue-req": Metric.QUEUED,
-    "token usage": Metric.TOKEN_USAGE,
-    "full token usage": Metric.TOKEN_USAGE,
-    "gpu token usage": Metric.TOKEN_USAGE,
-    "#token": Metric.KV_TOKENS,
-    "#full token": Metric.KV_TOKENS,
-    "#gpu token": Metric.KV_TOKENS,
-    "#gpu-token": Metric.KV_TOKENS,
-    "cache hit rate": Metric.PREFIX_HIT_RATE,
-}
-_DECODE = "sglang-decode"
-_PREFILL = "sglang-prefill"
-_NONE: tuple[MetricSample, ...] = ()
-#: Stamps remembered per reader (one per second of log, at most this many).
-_STAMP_CACHE = 256
+_LEVEL = r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)"
 
 
 def series_label(source: str) -> str:
@@ -56,70 +26,6 @@ def series_label(source: str) -> str:
         if tag.startswith("DP"):
             return tag
     return ""
-
-
-class Reader:
-    """SGLang's metric lines; see :class:`tui.engines.spec.LineReader`."""
-
-    def __init__(
-        self,
-        *,
-        reference: datetime | None = None,
-        clock: Callable[[], datetime] = datetime.now,
-        started: datetime | None = None,
-    ) -> None:
-        self._times: dict[str, datetime] = {}
-
-    def records(self, text: str, offset: int | None, *, run: int = 0) -> Sequence[MetricSample]:
-        if "batch" not in text:
-            return _NONE
-        try:
-            match = _BATCH.search(text)
-            if match is None:
-                return _NONE
-            stamp, millis, ranks, head, forward = match.groups()
-            ts = self._time(stamp, millis)
-        except (ValueError, OverflowError, IndexError):
-            return _NONE
-        body = text[match.end() :].rstrip(" ,\r")
-        if forward is not None:
-            body = f"forward iter: {forward}, {body}"
-        source = ranks[1:]
-        return (
-            MetricSample(
-                ts=ts,
-                kind=_DECODE if head == "Decode" else _PREFILL,
-                engine=NAME,
-                body=body,
-                values=canonical(body, _CANON),
-                offset=offset,
-                source=source,
-                run=run,
-            ),
-        )
-
-    def line_time(self, text: str) -> datetime | None:
-        try:
-            match = PREFIX.match(text) if text[:1] == "[" else PREFIX.search(text)
-            return None if match is None else self._time(match.group(1), match.group(2))
-        except (ValueError, OverflowError):
-            return None
-
-    def _time(self, stamp: str, millis: str | None) -> datetime:
-        ts = self._times.get(stamp)
-        if ts is None:
-            if len(self._times) > _STAMP_CACHE:
-                self._times.clear()
-            ts = datetime(
-                int(stamp[0:4]),
-                int(stamp[5:7]),
-                int(stamp[8:10]),
-                int(stamp[11:13]),
-                int(stamp[14:16]),
-                int(stamp[17:19]),
-            )
-            self._times[stamp] = ts
-        return ts if millis is None else ts.replace(microsecond=int(millis) * 1000)
 
 
 def read_reported(line: str, head: ArgsHead) -> dict[str, object] | None:
@@ -168,7 +74,20 @@ SPEC = EngineSpec(
         # <= 0.5.18: server_args=ServerArgs(model_path=..., ...) (the dataclass repr)
         ArgsHead("server_args=ServerArgs(", "sglang-server-args"),
     ),
-    stamps=(Stamp(r"\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)"),),
+    stamps=(
+        Stamp(r"\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)"),
+        # another logger's format: "... LEVEL PID [file.py:N] " or "...,mmm [LEVEL] name: "
+        Stamp(
+            rf"(\d{{4}})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:[.,]\d{{3}})? "
+            rf"(?:{_LEVEL} \d+ \[|\[{_LEVEL}\] )"
+        ),
+        # 0.2.x-0.3.x: [HH:MM:SS TP0]
+        Stamp(r"\[(\d\d):(\d\d):(\d\d)(?: [A-Z_]+\d+)*\] ", StampKind.TIME_ONLY),
+        # python-json-logger (SGLANG_LOGGING_CONFIG_PATH): {"asctime": "...,mmm", ...}
+        Stamp(JSON_STAMP),
+        # the diffusion logger: [MM-DD HH:MM:SS]
+        Stamp(r"\[(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\] ", StampKind.YEARLESS),
+    ),
     aliases={
         "tp": "tp_size",
         "tensor_parallel_size": "tp_size",

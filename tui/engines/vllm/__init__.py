@@ -1,0 +1,135 @@
+"""vLLM (``vllm serve``, ``python -m vllm.entrypoints.openai.api_server``): everything
+babysit knows of it.
+
+Lines: ``[(APIServer pid=N) ]LEVEL MM-DD HH:MM:SS[.mmm] [file.py:N] message`` (no
+year), the other prefixes and the JSON formatter :mod:`~tui.engines.vllm.lines` reads;
+stats lines ``Engine 000: Avg prompt throughput: …`` (``N Engines Aggregated:``,
+V0 without prefix), ``SpecDecoding metrics``, V0 ``Speculative metrics``, ``Prefix cache
+hit rate: GPU: …`` and ``DiffusionDecoding metrics``; the args line ``non-default args:
+{…}`` (>= 0.9) or ``args: Namespace(…)`` (<= 0.8); ready when uvicorn says ``Application
+startup complete.``; ``/metrics`` named ``vllm:*``.
+"""
+
+from __future__ import annotations
+
+from tui.core.metrics.model import Metric
+from tui.engines._json_lines import STAMP as JSON_STAMP
+from tui.engines._literals import read_literals
+from tui.engines.spec import ArgsHead, EngineSpec, Phase, Prometheus, Stamp, StampKind
+from tui.engines.vllm.lines import LEVEL, NAME, TAG, Reader
+
+#: An ANSI colour escape (0.33's coloured formatter), as the agent reads raw bytes.
+_COLOUR = r"(?:\x1b\[[0-9;]*m)*"
+
+
+def series_label(source: str) -> str:
+    """``engine 1`` for an engine other than 0; one engine (``Engine 000``) or the DP
+    aggregate is the whole service."""
+    if source.startswith("Engine "):
+        number = source[7:]
+        return "" if number.strip("0") == "" else f"engine {int(number)}"
+    return ""
+
+
+def read_reported(line: str, head: ArgsHead) -> dict[str, object] | None:
+    """The values of a ``non-default args: {…}`` or ``args: Namespace(…)`` line."""
+    return read_literals(line, head.text)
+
+
+SPEC = EngineSpec(
+    name=NAME,
+    title="vLLM",
+    programs=("vllm",),
+    ready=("Application startup complete.",),
+    run_starts=("vLLM API server version ", "vLLM server version "),
+    deaths=(
+        "EngineCore failed to start",
+        "Engine core initialization failed",
+        "Engine process failed to start",  # 0.7.x
+        "EngineCore encountered a fatal error",
+        # Engine core proc NAME died unexpectedly, shutting down client. (0.11-0.15);
+        # Worker proc NAME died unexpectedly (exit code: C), shutting down executor. and
+        # RuntimeError: Engine core process NAME died unexpectedly. (0.33)
+        " died unexpectedly",
+        "MQLLMEngine is already dead",  # V0
+    ),
+    startup_failures=(
+        "Traceback (most recent call last)",
+        "RuntimeError",
+        "Not enough memory",
+        "CUDA out of memory",
+    ),
+    telling=(
+        "Not enough memory",
+        "CUDA out of memory",
+        "RuntimeError",
+        "ValueError",
+        "EngineCore failed to start",
+        "Engine core initialization failed",
+        " died unexpectedly",
+    ),
+    args_heads=(
+        # >= 0.9: non-default args: {'model': ..., ...}
+        ArgsHead("non-default args: {", "vllm-non-default-args", complete=False),
+        # <= 0.8: args: Namespace(model=..., ...)
+        ArgsHead("args: Namespace(", "vllm-args-namespace"),
+    ),
+    stamps=(
+        Stamp(
+            rf"(?:{_COLOUR}{TAG[:-1]}{_COLOUR} )*(?:\[Stage-\d+\] )?{_COLOUR}{LEVEL}{_COLOUR} "
+            rf"{_COLOUR}(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)",
+            StampKind.YEARLESS,
+        ),
+        # the JSON formatter (>= 0.33): {"asctime": "YYYY-MM-DD HH:MM:SS,mmm", ...}
+        Stamp(JSON_STAMP),
+    ),
+    pid_tag="pid=%d)",
+    aliases={
+        "tp": "tensor_parallel_size",
+        "pp": "pipeline_parallel_size",
+        "dp": "data_parallel_size",
+        "q": "quantization",
+        "O": "compilation_config",
+        "model_tag": "model",
+    },
+    switches=frozenset(
+        {"--trust-remote-code", "--enforce-eager", "--disable-log-stats", "--skip-tokenizer-init"}
+    ),
+    spec_keys=("speculative_config", "speculative_model", "num_speculative_tokens"),
+    phases=(
+        Phase(
+            "loading weights",
+            (
+                "Starting to load model",
+                "Loading safetensors checkpoint shards",
+                "Loading weights took",
+            ),
+        ),
+        Phase("allocating KV cache", ("Available KV cache memory", "GPU KV cache size")),
+        Phase("capturing CUDA graphs", ("Capturing CUDA graph",)),
+        Phase("warming up", ("Graph capturing finished", "Uvicorn running on")),
+        Phase("starting the API server", ("Starting vLLM",)),
+    ),
+    prometheus=Prometheus(
+        gauges={
+            "vllm:num_requests_running": (Metric.RUNNING, True),
+            "vllm:num_requests_waiting": (Metric.QUEUED, True),
+            "vllm:kv_cache_usage_perc": (Metric.TOKEN_USAGE, False),
+            "vllm:gpu_cache_usage_perc": (Metric.TOKEN_USAGE, False),
+        },
+        rates={
+            "vllm:generation_tokens_total": Metric.GEN_THROUGHPUT,
+            "vllm:prompt_tokens_total": Metric.PREFILL_THROUGHPUT,
+        },
+        acceptance=(
+            "vllm:spec_decode_num_accepted_tokens_total",
+            "vllm:spec_decode_num_drafts_total",
+            "vllm:spec_decode_num_draft_tokens_total",
+        ),
+        prefix="vllm:",
+        only_labels=(("tp_rank", "0"),),
+    ),
+    reader=Reader,
+    read_reported=read_reported,
+    series_label=series_label,
+)
