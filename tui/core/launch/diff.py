@@ -311,6 +311,10 @@ def _json_value(value: object) -> object:
 # --- speculative decoding ---------------------------------------------------------
 
 
+#: The options read by name in :func:`_describe_spec` (SGLang's and vLLM's) start so.
+SPECULATIVE_PREFIX = "speculative_"
+
+
 def spec_keys(engine: str | None) -> tuple[str, ...]:
     """The destinations that carry speculative decoding for ``engine`` (every engine's
     when it is not known)."""
@@ -358,4 +362,9 @@ def _describe_spec(values: Mapping[str, object]) -> str | None:
     model = values.get("speculative_model")
     if not is_off(model):
         return str(_comparable(model))
+    # the ``speculative_*`` options are read above; an option of another engine's says it
+    # on its own (llama.cpp's ``model_draft``, TGI's ``speculate``): the first one set
+    for key, value in values.items():
+        if not key.startswith(SPECULATIVE_PREFIX) and not is_off(value):
+            return f"{key} {_comparable(value)}"
     return None
