@@ -50,8 +50,9 @@ LLAMA_DRAFT = ("-md", DRAFT, "--draft-max", "8")
 TGI = ("--model-id", "Qwen/Qwen3-8B", "--max-concurrent-requests", "64")
 #: The line each prints once it serves.
 READY = {"llamacpp": "main: listening on", "tgi": " Connected"}
-#: The line a request's end prints (llama.cpp's eval timing, TGI's router ``Success``).
-DONE = {"llamacpp": "eval time =", "tgi": " Success"}
+#: The line a request's end prints (llama.cpp's total timing, after its eval timing; TGI's
+#: router ``Success``).
+DONE = {"llamacpp": "total time =", "tgi": " Success"}
 #: llama.cpp's elapsed stamp: minutes, seconds, milliseconds, microseconds.
 ELAPSED = re.compile(r"(\d+)\.(\d\d)\.(\d{3})\.(\d{3}) ")
 
