@@ -83,7 +83,7 @@ async def test_dead_when_the_run_is_gone(tmp_path: Path, servers: list[Server]) 
     server.kill()
     result = await assess_local(local_host(log, server))
     assert result.verdict is Verdict.DEAD
-    assert result.summary.startswith("no sglang process on gpu; this log was last written ")
+    assert result.summary.startswith("no SGLang process on gpu; this log was last written ")
     assert result.summary.endswith("by a run that is gone")
 
 

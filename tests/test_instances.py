@@ -60,7 +60,7 @@ def test_status_assesses_every_one_of_1024_instances(
     assert [s["service"] for s in services] == [f"dp-{i}" for i in range(MAX_INSTANCES)]
     assert Counter(s["verdict"] for s in services) == {"dead": MAX_INSTANCES}, services[0]
     assert services[-1]["summary"] == (
-        f"no sglang process on gpu and no log at {logs / 'gpu1023.log'}"
+        f"no SGLang process on gpu and no log at {logs / 'gpu1023.log'}"
     )
 
 

@@ -14,6 +14,12 @@ ARGS_DUMP_LINES = 200
 ARGS_DUMP_BYTES = 64 * 1024
 # Start times are known to 1/100 s (clock ticks and /proc/uptime); allow that much.
 START_SLACK = 0.05
+# A process stamps its first line within this many seconds of its start (its build and
+# system lines come first), so a log whose first stamp is later lost its first lines.
+FRESH_STAMP = 10.0
+# How far an elapsed stamp placed after the process's start may pass the file's last
+# write: the start is known to 1/100 s and the engine's clock starts after exec.
+ELAPSED_SLACK = 1.0
 
 
 def find_anchor(fd, size, start_time, dater, pid_tag):
@@ -59,24 +65,36 @@ def find_anchor(fd, size, start_time, dater, pid_tag):
 def elapsed_anchor(fd, size, dater):
     """(offset, how) of a run in a log whose stamps count from its process's start: the
     last line whose stamp is smaller than the stamped line before it (a process started
-    over there). When they never start over the log cannot tell whether its first
-    process is this run: (None, why)."""
+    over there). When they never start over, the first stamped line is this run's when
+    the log looks written by it alone from its start: that line is stamped within
+    FRESH_STAMP of the start, and no line placed after ``dater.started`` comes after the
+    file's last write (``dater.clock``). The caller asks only about a file the process
+    has open for writing. Otherwise (None, why)."""
     elapsed = Dater(
         [[p.pattern.decode("utf-8", "surrogateescape"), k] for p, k in dater.patterns], 0, 0
     )
+    first = None
     previous = None
     restart = None
     for offset, line in lines_in(fd, 0, size):
         ts = elapsed.time(line)
         if ts is None:
             continue
+        if first is None:
+            first = (offset, ts)
         if previous is not None and ts < previous:
             restart = offset
         previous = ts
     if restart is not None:
         return restart, "the stamps start over"
-    if previous is None:
+    if first is None:
         return None, "no timestamps to place the start"
+    if (
+        dater.started is not None
+        and first[1] <= FRESH_STAMP
+        and dater.started + previous <= dater.clock + ELAPSED_SLACK
+    ):
+        return first[0], "the stamps count from this process's start"
     return None, "cannot tell: the stamps count from a process's start and never start over"
 
 
@@ -154,10 +172,10 @@ def holds_whole_run(fd, anchor, start_time, dater):
     stamped before the run started lies just before the anchor. A log cut since the
     run began (logrotate's copytruncate) starts inside the run and holds none, so a
     ready line it lacks may have been cut away."""
+    if dater.elapsed:
+        return True  # the anchor is a process's first stamped line (see elapsed_anchor)
     if anchor <= 0:
         return False
-    if dater.elapsed:
-        return True  # the anchor is where a process's stamps start over: its first line
     ts = dater.last(os.pread(fd, 4096, max(0, anchor - 4096)))
     return ts is not None and ts < int(start_time)
 

@@ -42,7 +42,7 @@ from tui.core.metrics.model import Metric, MetricSample
 from tui.core.metrics.series import series_label
 from tui.core.metrics.stamps import YEAR_SLACK
 from tui.core.sanitize import printable
-from tui.engines import readable
+from tui.engines import readable, spec
 from tui.errors import UsageError
 
 SCHEMA = 1
@@ -346,7 +346,7 @@ class TextReport(Report):
         self.out.write("\n")
 
     def end(self, lines: int, metric_lines: int, runs: int, engine: str | None) -> None:
-        what = engine or "engine unknown"
+        what = spec(engine).title if engine else "engine unknown"
         self.out.write(
             f"{printable(self.path)}: {what}, {lines:,} lines, {metric_lines:,} metric lines, "
             f"{runs} run{'s' if runs != 1 else ''} started\n"

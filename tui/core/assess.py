@@ -14,6 +14,7 @@ from tui.core.runs import Assessment, Ready, Run, ServiceProbe
 from tui.core.sanitize import printable
 from tui.core.units import human_age
 from tui.core.verdicts import Verdict
+from tui.engines import GENERIC, spec
 
 
 class _Words:
@@ -41,7 +42,7 @@ def assess(probe: ServiceProbe) -> Assessment:
     words = _Words(probe)
     log = probe.log
     path = printable(log.path)
-    engine = probe.engine if probe.engine != "generic" else "service"
+    engine = spec(probe.engine).title if spec(probe.engine).name != GENERIC else "service"
     base = {
         "host": probe.host,
         "service": probe.service,

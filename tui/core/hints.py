@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tui.core.gpu import ServiceGpus
-from tui.core.launch.diff import LaunchDiff, reported_speculative
+from tui.core.launch.diff import FlagStatus, LaunchDiff, reported_speculative, spec_keys
 from tui.core.metrics.model import Metric, Unit
 from tui.core.metrics.series import SeriesPoint, ServiceMetrics
 from tui.engines import spec
@@ -192,7 +192,8 @@ def spec_without_accept(
     evidence = []
     if intended:
         evidence.append(f"hosts.yaml asks for speculative decoding ({intended})")
-    spec_flags = [f for f in launch.missing if "specul" in f]
+    keys = spec_keys(launch.engine)
+    spec_flags = [r.flag for r in launch.rows if r.status is FlagStatus.MISSING and r.dest in keys]
     if spec_flags:
         evidence.append(f"missing from the running server: {', '.join(spec_flags)}")
     if launch.reported is not None:

@@ -193,6 +193,8 @@ class ServiceFacts:
         self._run_identity: tuple[object, ...] | None = None
         #: This run's anchor in its log file: ((dev, inode), offset), when the run writes it.
         self._anchor: tuple[tuple[int, int], int] | None = None
+        #: The run's start and the host's zone the log's readers place lines by.
+        self._placed: tuple[float | None, int] | None = None
         self._launch: LaunchDiff | None = None
         self._gpus: ServiceGpus | None = None
         self._sample: MetricSample | None = None
@@ -233,6 +235,21 @@ class ServiceFacts:
             key = (log.dev, log.inode)
             if log.size is not None and self._read_to.get(key, 0) > log.size:
                 del self._read_to[key]
+
+    def _place(self, assessment: Assessment) -> None:
+        """Give the log's readers this run's start and the host's zone (stamps counted
+        from the start, stamps in UTC), when they change."""
+        run = assessment.run
+        start = run.root.start_time if run is not None else None
+        placing = (start, assessment.utc_offset)
+        if placing == self._placed:
+            return
+        self._placed = placing
+        zone = timezone(timedelta(seconds=assessment.utc_offset))
+        started = None
+        if start is not None:
+            started = datetime.fromtimestamp(start, zone).replace(tzinfo=None)
+        self._scanner.place(started, assessment.utc_offset)
 
     def file_cut(self, inode: int) -> None:
         """The file of ``inode`` was cut (a follower saw it): its lines are read afresh."""
@@ -294,6 +311,7 @@ class ServiceFacts:
         if log is not None:  # a real answer (an unknown one knows no clock of the host)
             self.utc_offset = assessment.utc_offset
             self._forget_read(assessment)
+            self._place(assessment)
         self._anchor = None
         if log is not None and log.exists and log.dev is not None and log.inode is not None:
             anchor = run.ready.anchor if run is not None and run.ready is not None else None

@@ -348,7 +348,9 @@ def _details(entry: Fields, assessment: Assessment) -> ProbeDetails:
         for run in entry.children("runs"):
             if run.opt_integer("pid") == assessment.run.root.pid:
                 ready = run.opt_child("ready")
-                args_line = ready.opt_string("args_line") if ready is not None else None
+                # as printed: a dump of many lines keeps its newlines (its values are
+                # made printable where they are shown)
+                args_line = ready.opt_text("args_line") if ready is not None else None
     tail = b""
     tail_offset = None
     if log is not None:

@@ -311,7 +311,11 @@ def _json_value(value: object) -> object:
 # --- speculative decoding ---------------------------------------------------------
 
 
-def _spec_keys(engine: str | None) -> tuple[str, ...]:
+#: The options read by name in :func:`_describe_spec` (SGLang's and vLLM's) start so.
+SPECULATIVE_PREFIX = "speculative_"
+
+
+def spec_keys(engine: str | None) -> tuple[str, ...]:
     """The destinations that carry speculative decoding for ``engine`` (every engine's
     when it is not known)."""
     specs = [spec(engine)] if engine is not None else list(SPECS.values())
@@ -325,14 +329,14 @@ def speculative(flags: FlagSet | None, engine: str | None = None) -> str | None:
         return None
     engine = engine or flags.engine
     by_dest = flags.by_dest(engine)
-    return _describe_spec({d: by_dest[d].value() for d in _spec_keys(engine) if d in by_dest})
+    return _describe_spec({d: by_dest[d].value() for d in spec_keys(engine) if d in by_dest})
 
 
 def reported_speculative(reported: ReportedArgs | None) -> str | None:
     """What speculative decoding a server reports running, or None for none (or no report)."""
     if reported is None:
         return None
-    keys = _spec_keys(reported.engine or None)
+    keys = spec_keys(reported.engine or None)
     return _describe_spec({d: reported.values[d] for d in keys if d in reported.values})
 
 
@@ -358,4 +362,9 @@ def _describe_spec(values: Mapping[str, object]) -> str | None:
     model = values.get("speculative_model")
     if not is_off(model):
         return str(_comparable(model))
+    # the ``speculative_*`` options are read above; an option of another engine's says it
+    # on its own (llama.cpp's ``model_draft``, TGI's ``speculate``): the first one set
+    for key, value in values.items():
+        if not key.startswith(SPECULATIVE_PREFIX) and not is_off(value):
+            return f"{key} {_comparable(value)}"
     return None

@@ -69,8 +69,9 @@ def _markers(engines: tuple[str, ...]) -> tuple[_Marker, ...]:
     markers: list[_Marker] = []
     for name in engines:
         spec = SPECS[name]
-        # the args line, printed once per run, after the line's prefix (``…] ``)
-        markers += [_Marker("] " + head.text, name, ARGS) for head in spec.args_heads]
+        # the args line, printed once per run (on a line the engine's reader dates: after
+        # its prefix, ``…] ``, ``…launcher: `` or a JSON record's stamp)
+        markers += [_Marker(head.text, name, ARGS) for head in spec.args_heads]
         markers += [_Marker(text, name, START) for text in spec.run_starts]
     for name in engines:
         markers += [_Marker(text, name, READY) for text in SPECS[name].ready]
@@ -132,9 +133,16 @@ class RunBoundary:
         self._ready = False
         self._parser = parser or MetricsParser(self.engine)
         self._line_time = line_time or self._parser.line_time
+        self._own_line_time = line_time is None
         self._markers = _markers(engines)
         #: substrings one of which every marker line holds (a cheap first test)
         self._hints = _hints(tuple(m.needle for m in self._markers))
+
+    def use(self, parser: MetricsParser) -> None:
+        """Date and check lines with ``parser`` from here on (the runs seen still count)."""
+        self._parser = parser
+        if self._own_line_time:
+            self._line_time = parser.line_time
 
     def feed(self, text: str, offset: int | None) -> RunEvent | None:
         """The run event on this line, if it has one. Never raises."""
@@ -200,7 +208,9 @@ class LogScanner:
     """A :class:`MetricsParser` and a :class:`RunBoundary` over the lines of one log.
 
     ``feed`` returns the line's sample (stamped with the current run) or its run
-    event, or None; a line is never both.
+    event, or None; a line is never both. ``started`` and ``utc_offset`` are the
+    :class:`MetricsParser`'s (the run's start, the host's zone); :meth:`place` sets
+    them once a probe has told them.
     """
 
     def __init__(
@@ -209,9 +219,28 @@ class LogScanner:
         *,
         reference: datetime | None = None,
         clock: Callable[[], datetime] = datetime.now,
+        started: datetime | None = None,
+        utc_offset: int | None = None,
     ) -> None:
-        self.parser = MetricsParser(engine, reference=reference, clock=clock)
+        self._engine = engine
+        self._reference = reference
+        self._clock = clock
+        self.parser = MetricsParser(
+            engine, reference=reference, clock=clock, started=started, utc_offset=utc_offset
+        )
         self.boundary = RunBoundary(engine, parser=self.parser)
+
+    def place(self, started: datetime | None, utc_offset: int | None) -> None:
+        """Read the lines from here on as a run started at ``started`` (host wall clock) on
+        a host ``utc_offset`` seconds east of UTC; the runs seen still count."""
+        self.parser = MetricsParser(
+            self._engine,
+            reference=self._reference,
+            clock=self._clock,
+            started=started,
+            utc_offset=utc_offset,
+        )
+        self.boundary.use(self.parser)
 
     @property
     def run(self) -> int:

@@ -19,7 +19,7 @@ from datetime import datetime
 
 from tui.core.metrics.model import MetricSample
 from tui.engines import readable, spec
-from tui.engines.spec import EngineSpec
+from tui.engines.spec import EngineSpec, new_reader
 
 
 def readers_for(engine: str | None) -> tuple[EngineSpec, ...]:
@@ -40,7 +40,8 @@ class MetricsParser:
     engine without a reader) tries every readable engine's, and :attr:`engine` then
     says which one gave the first sample. ``reference`` is the time the log was last
     written (its mtime), for stamps without a year; ``None`` asks ``clock`` (following
-    a live log). ``started`` is the run's start, for stamps counted from it. Never raises.
+    a live log). ``started`` is the run's start, for stamps counted from it; ``utc_offset``
+    the host's zone (seconds east of UTC), for stamps in UTC. Never raises.
     """
 
     def __init__(
@@ -50,12 +51,22 @@ class MetricsParser:
         reference: datetime | None = None,
         clock: Callable[[], datetime] = datetime.now,
         started: datetime | None = None,
+        utc_offset: int | None = None,
     ) -> None:
         name = getattr(engine, "value", engine)
         specs = readers_for(name if isinstance(name, str) else None)
         self.engine: str | None = specs[0].name if len(specs) == 1 else None
         self._readers = tuple(
-            (s.name, s.reader(reference=reference, clock=clock, started=started))  # type: ignore[misc]
+            (
+                s.name,
+                new_reader(
+                    s.reader,  # type: ignore[arg-type]
+                    reference=reference,
+                    clock=clock,
+                    started=started,
+                    utc_offset=utc_offset,
+                ),
+            )
             for s in specs
         )
         #: (name, its reader's ``records``), bound once: the hot path
