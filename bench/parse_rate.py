@@ -1,9 +1,11 @@
 """Parse rate of the metrics parser on a 1,000,000-line mixed log, beside two baselines.
 
-Writes a mixed log (SGLang Decode/Prefill lines of several versions, vLLM stats
-and SpecDecoding lines, and the noise around them: access lines, startup
-lines, tracebacks, progress bars) to a temp dir, then measures, each in a
-fresh subprocess on one core (CPU time, best of --repeat):
+Writes a mixed log of all four engines (:mod:`mixed_log`: SGLang's and vLLM's
+metric lines of several versions among their noise, llama.cpp's timing,
+progress and acceptance lines in their 2024/2025/2026 shapes, TGI's ``Success``
+lines in compact, full, coloured and JSON shapes, each among its engine's other
+lines) to a temp dir, then measures, each in a fresh subprocess on one core (CPU
+time, best of --repeat):
 
 * the floor: read the file, split it into lines, decode them;
 * one ``re.search`` of a single SGLang decode-line pattern per line;
@@ -22,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import re
 import resource
 import subprocess
@@ -34,132 +35,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from mixed_log import SHARES, write_log
+
 TARGET = 300_000
 DECODE = re.compile(
     r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)[^\]]*\] Decode batch.*gen throughput \(token/s\): ([\d.]+)"
 )
-
-
-# --- the log ----------------------------------------------------------------------
-
-
-def _sglang_stamp(r: random.Random, i: int) -> str:
-    second = i // 40
-    return f"2026-05-09 {9 + second // 3600 % 10:02d}:{second // 60 % 60:02d}:{second % 60:02d}"
-
-
-def _vllm_stamp(i: int) -> str:
-    second = i // 40
-    return f"05-09 {9 + second // 3600 % 10:02d}:{second // 60 % 60:02d}:{second % 60:02d}"
-
-
-def metric_line(r: random.Random, i: int) -> str:  # noqa: PLR0911 - one return per format
-    """One SGLang or vLLM metric line, of a version picked at random."""
-    ts, vts = _sglang_stamp(r, i), _vllm_stamp(i)
-    run, tok, use = r.randint(1, 64), r.randint(1000, 90000), r.random()
-    gen, queue = r.uniform(100, 3000), r.randint(0, 20)
-    choice = r.randrange(36)
-    if choice < 6:
-        return (
-            f"[{ts} TP0] Decode batch. #running-req: {run}, #token: {tok}, token usage: "
-            f"{use:.2f}, gen throughput (token/s): {gen:.2f}, #queue-req: {queue}"
-        )
-    if choice < 12:
-        return (
-            f"[{ts}] Decode batch, #running-req: {run}, #token: {tok}, token usage: {use:.2f}, "
-            f"accept len: {r.uniform(1, 4):.2f}, accept rate: {r.random():.2f}, cuda graph: True, "
-            f"gen throughput (token/s): {gen:.2f}, #queue-req: {queue}, "
-        )
-    if choice < 16:
-        return (
-            f"[{ts}.{i % 1000:03d} DP{i % 4} TP{i % 4} EP{i % 4}] Decode batch [{i}], "
-            f"#running-req: {run}, #full token: {tok}, full token usage: {use:.2f}, mamba num: 24, "
-            f"mamba usage: 0.12, accept len: {r.uniform(1, 4):.2f}, accept rate: {r.random():.2f}, "
-            f"cuda graph: True, gen throughput (token/s): {gen:.2f}, #queue-req: {queue}"
-        )
-    if choice < 20:
-        return (
-            f"[{ts}] Decode batch, #running-req: {run}, #token: {tok}, token usage: {use:.2f}, "
-            f"cuda graph: True, gen throughput (token/s): {gen:.2f}, #queue-req: {queue}"
-        )
-    if choice < 25:
-        return (
-            f"[{ts} TP0] Prefill batch, #new-seq: 2, #new-token: {tok}, #cached-token: 0, "
-            f"token usage: {use:.2f}, #running-req: {run}, #queue-req: {queue}, #pending-token: "
-            f"{tok * 2}, cuda graph: False, input throughput (token/s): {gen * 10:.2f}"
-        )
-    if choice < 30:
-        return (
-            f"[{ts}] Prefill batch. #new-seq: 1, #new-token: {tok}, #cached-token: 0, "
-            f"cache hit rate: 0.00%, token usage: {use:.2f}, #running-req: {run}, "
-            f"#queue-req: {queue}"
-        )
-    if choice < 32:
-        return (
-            f"(APIServer pid=7) INFO {vts} [loggers.py:335] Engine 000: Avg prompt throughput: "
-            f"{gen:.1f} tokens/s, Avg generation throughput: {gen:.1f} tokens/s, Running: {run} "
-            f"reqs, Waiting: {queue} reqs, GPU KV cache usage: {use * 100:.1f}%, Prefix cache hit "
-            f"rate: {r.uniform(0, 100):.1f}%"
-        )
-    if choice < 33:
-        return (
-            f"INFO {vts} metrics.py:467] Avg prompt throughput: {gen:.1f} tokens/s, Avg "
-            f"generation throughput: {gen:.1f} tokens/s, Running: {run} reqs, Swapped: 0 reqs, "
-            f"Pending: {queue} reqs, GPU KV cache usage: {use * 100:.1f}%, "
-            "CPU KV cache usage: 0.0%."
-        )
-    return (
-        f"(APIServer pid=7) INFO {vts} [metrics.py:104] SpecDecoding metrics: Mean acceptance "
-        f"length: {r.uniform(1, 4):.2f}, Accepted throughput: {gen:.2f} tokens/s, Drafted "
-        f"throughput: {gen * 1.2:.2f} tokens/s, Accepted: {tok} tokens, Drafted: {tok * 2} tokens, "
-        f"Per-position acceptance rate: 0.980, 0.954, 0.935, Avg Draft acceptance rate: "
-        f"{r.uniform(0, 100):.1f}%"
-    )
-
-
-NOISE = (
-    '[{ts}] INFO:     127.0.0.1:{port} - "POST /generate HTTP/1.1" 200 OK',
-    '(APIServer pid=7) INFO:     127.0.0.1:{port} - "POST /v1/completions HTTP/1.1" 200 OK',
-    "[{ts} TP0] Load weight begin. avail mem=78.61 GB",
-    "[{ts} TP0] KV Cache is allocated. #tokens: 883573, K size: 30.34 GB, V size: 30.34 GB",
-    "(EngineCore pid=8) INFO {vts} [gpu_worker.py:402] Available KV cache memory: 54.80 GiB",
-    "(APIServer pid=7) INFO {vts} [launcher.py:56] Route: /v1/completions, Methods: POST",
-    "Loading safetensors checkpoint shards:  50% Completed | 2/4 [00:01<00:01,  1.43it/s]",
-    '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 1999, in run',
-    "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, dp_rank)",
-    "RuntimeError: CUDA error: an illegal memory access was encountered",
-    "[{ts}] KV cache pool is full. Retract requests. #retracted_reqs: 1, #new_token_ratio: "
-    "0.7000 -> 0.8000",
-    "WARNING {vts} [scheduler.py:1201] Sequence group 7 is preempted by PreemptionMode.RECOMPUTE",
-    "[{ts}] Endpoint '/get_model_info' is deprecated and will be removed in a future version.",
-    "",
-)
-
-
-def write_log(path: Path, lines: int, seed: int = 1) -> dict[str, int]:
-    """Write ``lines`` lines: about 36% metric lines (30% SGLang, 6% vLLM), the rest noise."""
-    r = random.Random(seed)
-    counts = {"metric": 0, "noise": 0}
-    with open(path, "w", encoding="utf-8") as out:
-        batch = []
-        for i in range(lines):
-            if r.random() < 0.36:
-                batch.append(metric_line(r, i))
-                counts["metric"] += 1
-            else:
-                template = NOISE[r.randrange(len(NOISE))]
-                batch.append(
-                    template.format(
-                        ts=_sglang_stamp(r, i), vts=_vllm_stamp(i), port=40000 + i % 999
-                    )
-                )
-                counts["noise"] += 1
-            if len(batch) >= 10_000:
-                out.write("\n".join(batch) + "\n")
-                batch.clear()
-        if batch:
-            out.write("\n".join(batch) + "\n")
-    return counts
 
 
 # --- one measurement, in its own process --------------------------------------------
@@ -253,9 +134,11 @@ def main() -> int:
         started = time.monotonic()
         counts = write_log(path, args.lines)
         size = path.stat().st_size
+        shares = ", ".join(f"{name} {counts[name] / args.lines:.0%}" for name, _ in SHARES)
         print(
-            f"log: {args.lines:,} lines, {mib(size)}, {counts['metric'] / args.lines:.1%} metric "
-            f"lines (SGLang and vLLM), written in {time.monotonic() - started:.1f} s"
+            f"log: {args.lines:,} lines, {mib(size)} ({shares}), "
+            f"{counts['metric'] / args.lines:.1%} metric lines, "
+            f"written in {time.monotonic() - started:.1f} s"
         )
         print(
             f"CPU time on one core, best of {args.repeat}; peak memory: ru_maxrss of each process"
@@ -285,6 +168,7 @@ def main() -> int:
     parser_rate = args.lines / results["parser"]["seconds"]
     verdict = "met" if parser_rate >= TARGET else "NOT met"
     print(f"target >= {TARGET:,} lines/s for the full parser: {verdict} ({parser_rate:,.0f})")
+    print(f"full parser / one regex, same run: {regex / results['parser']['seconds']:.2f}x")
     print(
         f"parser memory: {mib(small['rss'])} on {int(small['lines']):,} lines, "
         f"{mib(results['parser']['rss'])} on {args.lines:,} lines "

@@ -1,4 +1,4 @@
-"""`babysit demo`: the fleet shows the five verdicts, and nothing it started outlives it.
+"""`babysit demo`: the fleet of four engines shows its verdicts, and nothing it started outlives it.
 
 Every test runs real processes: `babysit demo` itself (under a pseudo-terminal
 for the TUI), its simulated servers and its load generator. Its pointer folder
@@ -105,7 +105,7 @@ def status(config: Path, env: dict[str, str]) -> dict[str, str]:
 
 
 @pytest.mark.slow
-def test_keep_shows_five_verdicts_and_stop_leaves_nothing(demo_env: dict[str, str]) -> None:
+def test_keep_shows_every_verdict_and_stop_leaves_nothing(demo_env: dict[str, str]) -> None:
     kept = babysit("demo", "--keep", env=demo_env, timeout=60)
     assert kept.returncode == 0, kept.stderr
     config = Path(
@@ -125,6 +125,9 @@ def test_keep_shows_five_verdicts_and_stop_leaves_nothing(demo_env: dict[str, st
         return seen == EXPECTED
 
     wait_for(settled, 15, f"the verdicts {EXPECTED} (last seen {seen})", step=0.3)
+    lines = [line.strip() for line in config.read_text().splitlines()]
+    engines = {line.split()[-1] for line in lines if line.startswith("engine: ")}
+    assert engines == {"sglang", "vllm", "llamacpp", "tgi"}
 
     # the load generator keeps the live servers busy: their logs grow
     log = folder / "logs" / "qwen-mtp.log"

@@ -61,7 +61,8 @@ PROMPT_PROGRESS = (
     "prompt processing, n_tokens = %6d, progress = %.2f, t = %6.2f s / %.2f tokens per second"
 )
 # 2024 server.cpp's buffers for server_log
-PROMPT_EVAL_2024 = PROMPT_EVAL
+#: 2024 aligns the prompt line with the generation line
+PROMPT_EVAL_2024 = PROMPT_EVAL.replace("time = ", "time     = ")
 GEN_EVAL_2024 = (
     "generation eval time = %10.2f ms / %5d runs   (%8.2f ms per token, %8.2f tokens per second)"
 )
@@ -203,7 +204,7 @@ def test_2024_timings_read_the_key_value_tail_for_slot_and_task():
         GEN_EVAL_2024 % (4178.32, 31, 134.78, 7.42),
         {"id_slot": 0, "id_task": 3, "t_token_generation": 4178.32, "n_decoded": 31},
     )
-    assert prompt.startswith("INFO [           print_timings] prompt eval time =")
+    assert prompt.startswith("INFO [           print_timings] prompt eval time     =")
     p, g = (only(line) for line in (prompt, gen))
     assert p.values == {PRE: 25.93} and g.values == {GEN: 7.42}
     assert (p.raw["slot"], p.raw["task"]) == ("0", "3")

@@ -104,7 +104,7 @@ OLD_TIMINGS = {
     "total": r"          total time = +\d+\.\d{2} ms",
 }
 READY = {
-    "2024": r'^INFO \[ +main\] HTTP server listening \| tid="\d+" timestamp=\d+ .*port="\d+"',
+    "2024": r'^INFO \[ +main\] model loaded \| tid="\d+" timestamp=\d+$',
     "2025": r"^main: server is listening on http://127\.0\.0\.1:\d+ - starting the main loop$",
     "2026": r"^srv          main: listening on http://127\.0\.0\.1:\d+$",
     "2026-06": r"^srv          main: listening on http://127\.0\.0\.1:\d+$",
@@ -263,6 +263,13 @@ def test_2024_lines_are_the_key_value_text_format(runs) -> None:
         assert " id_slot=" in found[0]
     assert any("n_tokens_second=" in kv for _, kv in timing)
     assert not any("draft" in msg for msg, _ in messages)  # no speculative decoding in 2024
+    # the HTTP server listens before the model loads; the server is ready once it has
+    order = [msg for msg, _ in messages]
+    listening = order.index("HTTP server listening")
+    assert order.index("system info") < listening < order.index("initializing slots")
+    assert order.index("initializing slots") < order.index("model loaded")
+    assert order[order.index("model loaded") + 1] == "all slots are idle"
+    assert re.search(r' port="\d+" hostname="127\.0\.0\.1"$', messages[listening][1])
 
 
 @pytest.mark.parametrize("build", BUILDS)

@@ -1,6 +1,6 @@
 """``babysit demo``: a small local fleet of simulated servers that shows every trap.
 
-Five ``babysit sim`` processes run on this machine, each with its log in a
+Seven ``babysit sim`` processes of four engines run on this machine, each with its log in a
 temporary folder, described by a hosts.yaml there (one ``local: true`` host,
 :data:`~tui.demo.fleet.HOST`):
 
@@ -9,6 +9,8 @@ temporary folder, described by a hosts.yaml there (one ``local: true`` host,
 ``gpu2-dead``    served, then was killed; its log remains (DEAD)
 ``gpu3-stale``   its log was deleted and recreated while it writes the old inode (STALE)
 ``gpu4-oom``     ran out of memory while loading (DEAD); its ``launch:`` brings it up
+``llama-gguf``   llama.cpp's llama-server, healthy (LIVE)
+``hf-llama``     HF TGI, healthy (LIVE)
 
 A load generator (:mod:`tui.demo.load`, its own process) keeps requests flowing
 to the servers that serve. Every process the demo starts is written down with

@@ -2,7 +2,7 @@
 
 A fleet lives in one folder made by :func:`tempfile.mkdtemp` (``babysit-demo-*``)::
 
-    hosts.yaml      the five services, with launch:, match: and port
+    hosts.yaml      the seven services, with launch:, match: and port
     fleet.json      every process the demo started: pid, start ticks, boot id
     logs/           one log per service, appended to as ``cmd >> log 2>&1`` would
     sim-state/      the simulated GPUs' registry ($BABYSIT_SIM_STATE)
@@ -33,7 +33,7 @@ from pathlib import Path
 
 from tui.demo.fleetprocs import Recorded, dies_with_parent, free_ports
 from tui.demo.fleetstate import FOLDER_PREFIX, DemoError, state_dir, stop_folder
-from tui.demo.stories import MODEL, STORIES, Fate, Story, ready_lines
+from tui.demo.stories import STORIES, Fate, Story, ready_lines
 from tui.engines import spec
 from tui.procfs import boot_id, start_ticks
 
@@ -70,7 +70,7 @@ class Member:
         if first and story.first_flags is not None:
             flags = story.first_flags
         engine = spec(story.engine)
-        model = "--" + engine.aliases.get("model", "model").replace("_", "-")
+        model = story.model_flag or "--" + engine.aliases.get("model", "model").replace("_", "-")
         extra = engine.metrics_flags
         return [
             sys.executable, "-m", "tui", "sim",
@@ -80,7 +80,7 @@ class Member:
             "--scenario", scenario,
             "--seed", str(story.seed),
             "--",
-            model, MODEL,
+            model, story.model,
             "--port", str(self.port),
             *flags,
             *extra,

@@ -1,4 +1,4 @@
-"""The demo's five services: what each one runs, and the trap it shows.
+"""The demo's seven services, of four engines: what each one runs, and the trap it shows.
 
 Each :class:`Story` says how its first run is started and what the demo then
 does to it (:class:`Fate`), what its ``launch:`` in hosts.yaml starts, and the
@@ -68,6 +68,10 @@ class Story:
     first_flags: tuple[str, ...] | None = None
     #: Concurrent request streams the load generator keeps on it (0: none).
     streams: int = 0
+    #: What the server is told to serve, and the flag that says it when the engine's
+    #: aliases do not spell it (TGI's ``--model-id``).
+    model: str = MODEL
+    model_flag: str | None = None
 
 
 STORIES: tuple[Story, ...] = (
@@ -129,5 +133,37 @@ STORIES: tuple[Story, ...] = (
         flags=("--mem-fraction-static", "0.85"),
         first_scenario="oom",
         first_flags=("--mem-fraction-static", "0.95"),
+    ),
+    Story(
+        name="llama-gguf",
+        engine=Engine.LLAMACPP.value,
+        gpu=5,
+        seed=6,
+        load_seconds=1.0,
+        fate=Fate.SERVE,
+        expected=Verdict.LIVE,
+        comment="llama.cpp's llama-server, healthy: LIVE",
+        model="models/Qwen3-8B-Q4_K_M.gguf",
+        flags=(
+            "--ctx-size",
+            "8192",
+            "--n-gpu-layers",
+            "99",
+            "--metrics",
+            "--log-prefix",
+            "--log-timestamps",
+        ),
+    ),
+    Story(
+        name="hf-llama",
+        engine=Engine.TGI.value,
+        gpu=6,
+        seed=7,
+        load_seconds=1.0,
+        fate=Fate.SERVE,
+        expected=Verdict.LIVE,
+        comment="HF TGI, healthy: LIVE",
+        model="meta-llama/Llama-3.1-8B-Instruct",
+        model_flag="--model-id",
     ),
 )

@@ -65,8 +65,9 @@ def _num(name: str) -> str:
 
 _BODIES = re.compile(
     # per-request timings: "prompt eval time =   5093.47 ms /  1360 tokens (    3.75 ms per
-    # token,   267.01 tokens per second)"; 2024 and llama_perf print "runs" for decoding
-    rf"(?P<timing>(?P<phase>prompt eval|generation eval|eval) time = *{_num('t_ms')} ms"
+    # token,   267.01 tokens per second)"; 2024 pads "prompt eval time     = " and, as
+    # llama_perf, prints "runs" for decoding
+    rf"(?P<timing>(?P<phase>prompt eval|generation eval|eval) time += *{_num('t_ms')} ms"
     rf" / *(?P<t_tokens>\d+) (?:tokens|runs) *\( *{_num('t_per')} ms per token,"
     rf" *{_num('t_rate')} tokens per second\))"
     # decoding progress: "n_gen =    300, tg =  99.66 t/s, tg_3s =  99.66 t/s"
@@ -134,17 +135,18 @@ class LlamaCppReader:
         try:
             if "\x1b" in text:
                 text = _ANSI.sub("", text)
-            # the quick test before any regex: every metric message holds one of these
-            if not (
-                "time = " in text
+            # quick tests before any regex: every metric message holds an "=" (most lines
+            # of any engine hold none) and the text its regex starts with (progress: holds)
+            if "=" in text and (
+                "eval time " in text
                 or "tg = " in text
-                or "acceptance" in text
-                or "prompt processing" in text
+                or "draft acceptance" in text
+                or "prompt processing, " in text
             ):
-                if "print_timing" in text:
-                    self._note_header(text)
-                return ()
-            return self._samples(text, offset, run)
+                return self._samples(text, offset, run)
+            if "print_timing" in text:
+                self._note_header(text)
+            return ()
         except (ValueError, OverflowError, IndexError):
             return ()
 

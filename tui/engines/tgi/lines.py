@@ -74,6 +74,8 @@ COUNTS = ("prompt_tokens", "generated_tokens")
 _FIELDS = (*DURATIONS, *COUNTS)
 _MESSAGE = "Success"
 _MICRO_DIGITS = 6
+_SECONDS_KEPT = 256
+_UNSEEN = datetime.min
 
 
 def strip_colour(text: str) -> str:
@@ -189,8 +191,9 @@ def json_timings(line: str) -> dict[str, Timing] | None:
     spans = event.get("spans")
     scopes = [*(spans if isinstance(spans, list) else ()), event.get("span")]
     found: dict[str, Timing] = {}
-    for scope in scopes:
-        if not isinstance(scope, dict):
+    for index, scope in enumerate(scopes):
+        # "span" repeats the last of "spans": read once
+        if not isinstance(scope, dict) or (index and scope == scopes[index - 1]):
             continue
         for key in _FIELDS:
             value = scope.get(key)
@@ -213,10 +216,21 @@ class TgiReader:
 
     def __init__(self, utc_offset: int | None = None) -> None:
         self._utc_offset = utc_offset
+        #: each stamp's second on the wall clock (many lines share one), at most
+        #: :data:`_SECONDS_KEPT` of them
+        self._seconds: dict[tuple[int, ...], datetime | None] = {}
 
     def line_time(self, text: str) -> datetime | None:
         parts = stamp_parts(text)
-        return None if parts is None else wall_clock(parts, self._utc_offset)
+        if parts is None:
+            return None
+        second = parts[:-1]
+        ts = self._seconds.get(second, _UNSEEN)
+        if ts is _UNSEEN:
+            if len(self._seconds) >= _SECONDS_KEPT:
+                self._seconds.clear()
+            ts = self._seconds[second] = wall_clock((*second, 0), self._utc_offset)
+        return None if ts is None else ts.replace(microsecond=parts[-1])
 
     def records(self, text: str, offset: int | None, *, run: int = 0) -> Sequence[MetricSample]:
         if _MESSAGE not in text:

@@ -5,7 +5,8 @@ Builds are named as llama.cpp names them (``b5890``) or by the shape they print
 
 - **2024** (before b3680): the server's own lines on stdout as
   ``INFO [           print_timings] prompt eval time     = ... | tid="..." timestamp=N
-  id_slot=0 ...``; ready is ``HTTP server listening`` after ``model loaded``.
+  id_slot=0 ...``; the HTTP server starts first (``HTTP server listening``, /health 503
+  while the model loads), ready is ``model loaded`` then ``all slots are idle``.
 - **2025** (b3680 to b7599): ``srv  %12s: `` / ``slot %12s: id %2d | task %d | `` lines;
   the timings as one ``slot print_timing: id  0 | task N | `` header and three unprefixed
   lines; ``n_decoded = N, tg = X t/s`` while generating; ready is ``main: server is

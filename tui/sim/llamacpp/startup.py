@@ -60,6 +60,14 @@ class Startup(LlamaLines):
                 total_threads=self.threads * 2,
                 system_info=self.system_info,
             )
+            # from 2024-01 the HTTP server starts before the model loads (/health: 503)
+            self.old(
+                "main",
+                "HTTP server listening",
+                n_threads_http=str(self.threads * 2 - 1),
+                port=str(self.host.port),
+                hostname=self.bind_host,
+            )
             return
         self.log(f"build: {build} ({self.commit}) with cc (Ubuntu 13.3.0) 13.3.0 for {TARGET}")
         self.log(
@@ -212,7 +220,6 @@ class Startup(LlamaLines):
             self.old("init", "initializing slots", n_slots=self.n_slots)
             for index in range(self.n_slots):
                 self.old("init", "new slot", id_slot=index, n_ctx_slot=self.n_ctx_slot)
-            self.old("main", "model loaded")
             return
         if self.shape == "2025":
             self.srv("init", f"initializing slots, n_slots = {self.n_slots}")
@@ -231,13 +238,7 @@ class Startup(LlamaLines):
     def _ready_line(self) -> None:
         address = f"http://{self.bind_host}:{self.host.port}"
         if self.shape == "2024":
-            self.old(
-                "main",
-                "HTTP server listening",
-                n_threads_http=str(self.threads * 2 - 1),
-                port=str(self.host.port),
-                hostname=self.bind_host,
-            )
+            self.old("main", "model loaded")
             self.old("update_slots", "all slots are idle")
         elif self.shape == "2025":
             self.log(f"main: server is listening on {address} - starting the main loop")
