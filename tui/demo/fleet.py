@@ -166,6 +166,7 @@ class Fleet:
                 f"        log: {q(str(m.log))}",
                 f"        port: {m.port}",
                 f"        gpus: [{story.gpu}]",
+                *([f"        metrics: {story.metrics}"] if story.metrics else []),
                 f"        match: {q(m.match)}",
                 "        stop_grace: 5",
                 "        launch:",

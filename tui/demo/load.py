@@ -2,10 +2,11 @@
 
     python -m tui.demo.load --folder DEMO_FOLDER PORT:STREAMS [PORT:STREAMS ...]
 
-Each target gets up to STREAMS concurrent request loops (SGLang's ``POST
-/generate``), each on one keep-alive connection. How many of them are busy rises
-and falls in a slow wave, so throughput and queue figures move rather than sit
-flat. A server that is not up yet, or gone, is retried with a capped backoff.
+Each target gets up to STREAMS concurrent request loops (the OpenAI ``POST
+/v1/completions`` that every engine serves), each on one keep-alive connection.
+How many of them are busy rises and falls in a slow wave, so throughput and queue
+figures move rather than sit flat. A server that is not up yet, or gone, is retried
+with a capped backoff.
 
 The process ends by itself once the demo folder is gone, so it can never outlive
 its fleet for long, even if nobody signals it.
@@ -68,15 +69,16 @@ class Stream(threading.Thread):
                 backoff = min(backoff * 2, 2.0)
 
     def request(self) -> bool:
-        """One generate request; False if the server did not answer 200."""
+        """One completion request; False if the server did not answer 200."""
         rng = self.rng
         # a few recurring prompts (cache hits) among fresh ones
         seed = rng.randrange(6) if rng.random() < 0.4 else rng.randrange(10**6)
         words = random.Random(seed).choices(WORDS, k=random.Random(seed).randint(12, 300))
         body = json.dumps(
             {
-                "text": " ".join(words),
-                "sampling_params": {"max_new_tokens": rng.randint(128, 768), "temperature": 0.7},
+                "prompt": " ".join(words),
+                "max_tokens": rng.randint(128, 768),
+                "temperature": 0.7,
             }
         )
         try:
@@ -84,7 +86,9 @@ class Stream(threading.Thread):
                 self.connection = http.client.HTTPConnection(
                     "127.0.0.1", self.port, timeout=REQUEST_TIMEOUT
                 )
-            self.connection.request("POST", "/generate", body, {"content-type": "application/json"})
+            self.connection.request(
+                "POST", "/v1/completions", body, {"content-type": "application/json"}
+            )
             answer = self.connection.getresponse()
             answer.read()
             if answer.getheader("connection", "").lower() == "close":

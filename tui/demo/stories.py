@@ -72,6 +72,9 @@ class Story:
     #: aliases do not spell it (TGI's ``--model-id``).
     model: str = MODEL
     model_flag: str | None = None
+    #: Where babysit reads the server's figures besides its log (``prometheus``: its
+    #: ``/metrics``, TGI's only source of them), or None.
+    metrics: str | None = None
 
 
 STORIES: tuple[Story, ...] = (
@@ -143,6 +146,7 @@ STORIES: tuple[Story, ...] = (
         fate=Fate.SERVE,
         expected=Verdict.LIVE,
         comment="llama.cpp's llama-server, healthy: LIVE",
+        streams=2,
         model="models/Qwen3-8B-Q4_K_M.gguf",
         flags=(
             "--ctx-size",
@@ -165,5 +169,7 @@ STORIES: tuple[Story, ...] = (
         comment="HF TGI, healthy: LIVE",
         model="meta-llama/Llama-3.1-8B-Instruct",
         model_flag="--model-id",
+        streams=2,
+        metrics="prometheus",
     ),
 )
