@@ -276,8 +276,10 @@ async def test_escape_sequences_and_markup_never_reach_the_screen(log: Path) -> 
         view = log_view(app)
         await shown(pilot, view, "line 0003")
         with log.open("ab") as f:
-            f.write(b"\x1b]0;pwned\x07title gone\n\x1b[2Jscreen kept\n"
-                    b"c1 \xc2\x9b31m bytes\n[bold red]not markup[/]\n")
+            f.write(
+                b"\x1b]0;pwned\x07title gone\n\x1b[2Jscreen kept\n"
+                b"c1 \xc2\x9b31m bytes\n[bold red]not markup[/]\n"
+            )
         await shown(pilot, view, "[bold red]not markup[/]")
         text = screen_text(app)
         assert "title gone" in text
