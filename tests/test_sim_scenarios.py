@@ -273,12 +273,14 @@ def test_ignore_sigterm_needs_sigkill(tmp_path: Path) -> None:
 
 
 def test_slow_load_takes_longer(tmp_path: Path) -> None:
-    sim = Sim(tmp_path, "vllm", "--load-seconds", "0.4", "--scenario", "slow-load", server=VLLM)
+    # Long enough that a normal sim, started later, is ready first even on a loaded machine
+    # (its interpreter's start is not counted in --load-seconds).
+    sim = Sim(tmp_path, "vllm", "--load-seconds", "1.2", "--scenario", "slow-load", server=VLLM)
     normal = None
     try:
         sim.wait_for(r"Loading safetensors checkpoint shards")
         # A normal load, started later, is done first; slow-load takes four times as long.
-        normal = Sim(tmp_path, "vllm", "--load-seconds", "0.4", server=VLLM)
+        normal = Sim(tmp_path, "vllm", "--load-seconds", "1.2", server=VLLM)
         normal.wait_ready()
         assert "Application startup complete." not in sim.text()
         assert sim.get("/health")[0] == 503
