@@ -229,7 +229,9 @@ def test_prefix_stamps_count_from_process_start(runs, build: str) -> None:
     ]
     assert len(seconds) > 50
     assert seconds == sorted(seconds)
-    assert seconds[0] < 5.0  # the first line comes right after the process starts
+    # the first line comes soon after the process starts (its interpreter and imports first,
+    # which take seconds on a loaded machine): counted from there, not from any clock
+    assert seconds[0] < 60.0
     assert {m["lvl"] for m in stamps if m is not None} <= {"I", "W", "E", "D"}
 
 
