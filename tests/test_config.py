@@ -690,3 +690,22 @@ def test_command_items_and_env_values_may_span_lines_and_tabs_are_kept() -> None
     assert service.launch is not None
     assert service.launch.command == ("bash", "-c", "cd /srv\nexec ./serve\n")
     assert dict(service.launch.env) == {"NOTE": "one\ntwo"}
+
+
+@pytest.mark.parametrize(
+    ("fields", "source"),
+    [
+        ("engine: tgi, port: 3000", "prometheus"),  # its log holds none of its figures
+        ("engine: tgi", "log"),  # no port: no page to read
+        ("engine: tgi, port: 3000, metrics: log", "log"),  # hosts.yaml says
+        ("engine: vllm, port: 8000", "log"),
+        ("engine: llamacpp, port: 8080, metrics: prometheus", "prometheus"),
+    ],
+)
+def test_a_services_metrics_come_from_its_engines_source_unless_hosts_yaml_says(
+    fields: str, source: str
+) -> None:
+    from tui.hostsfile import parse_config
+
+    text = f"hosts:\n  h:\n    local: true\n    services:\n      s: {{log: /l, {fields}}}\n"
+    assert parse_config(text).hosts["h"].services["s"].metrics.value == source

@@ -34,7 +34,8 @@ VERBS: dict[str, tuple[str, str]] = {
     ),
     "tail": ("print and follow a service's log, anchored to inode and offset", "tui.commands.tail"),
     "parse": (
-        "parse a saved SGLang/vLLM log offline: metric lines and a summary per metric",
+        "parse a saved server log offline (SGLang, vLLM, llama.cpp, TGI): metric lines and "
+        "a summary per metric",
         "tui.commands.parse",
     ),
     "agent": (
@@ -45,7 +46,10 @@ VERBS: dict[str, tuple[str, str]] = {
         "start simulated servers that show every trap, and open babysit on them",
         "tui.commands.demo",
     ),
-    "sim": ("run a simulated SGLang/vLLM server or nvidia-smi (tests, demo)", "tui.sim.cli"),
+    "sim": (
+        "run a simulated SGLang/vLLM/llama.cpp/TGI server or nvidia-smi (tests, demo)",
+        "tui.sim.cli",
+    ),
 }
 
 #: ``babysit HOST [SERVICE]`` (no verb) opens the TUI; this module parses that form.

@@ -1,4 +1,4 @@
-"""`babysit parse FILE|-`: parse a saved SGLang/vLLM log offline (post-mortems, tests).
+"""`babysit parse FILE|-`: parse a saved server log offline (post-mortems, tests).
 
 The file is streamed one line at a time (a line longer than 64 KiB is cut
 there and its rest skipped), so memory does not grow with the file: per run

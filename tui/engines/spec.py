@@ -197,6 +197,9 @@ class EngineSpec:
     algorithm_aliases: Mapping[str, str] = field(default_factory=dict)
     #: flags the server needs to serve ``/metrics`` (SGLang's ``--enable-metrics``)
     metrics_flags: tuple[str, ...] = ()
+    #: where a service's figures come from when hosts.yaml does not say (``metrics:``): its
+    #: log lines, or its ``/metrics`` page for an engine whose log holds none (TGI)
+    metrics_from: str = "log"
     #: startup phases in the order the engine goes through them
     phases: tuple[Phase, ...] = ()
     prometheus: Prometheus = field(default_factory=Prometheus)

@@ -8,6 +8,7 @@ from types import MappingProxyType
 import yaml
 
 from tui.config import MAX_GRACE, Engine, LaunchSpec, MetricsSource, Service
+from tui.engines import spec
 from tui.hostsfile.match import too_broad
 from tui.hostsfile.reader import NAME_RE, Reader
 from tui.yamlnodes import shown
@@ -92,7 +93,8 @@ def parse_service(
     stop_grace = 30.0
     if "stop_grace" in entries:
         stop_grace = reader.number(entries["stop_grace"][1], f"{key}.stop_grace", 0, MAX_GRACE)
-    metrics = MetricsSource.LOG
+    # the engine's own source when hosts.yaml names none (and the page can be read)
+    metrics = MetricsSource(spec(engine).metrics_from) if port is not None else MetricsSource.LOG
     if "metrics" in entries:
         metrics = reader.choice(entries["metrics"][1], f"{key}.metrics", MetricsSource)  # type: ignore[assignment]
         if metrics is MetricsSource.PROMETHEUS and port is None:

@@ -28,6 +28,8 @@ from tui.engines.tgi.args import JSON_FORM, LINE_FORM, TEXT_FORM, read_reported
 from tui.engines.tgi.lines import JSON_STAMP, TEXT_STAMP, reader
 
 SPEC = EngineSpec(
+    # the router logs no throughput, queue or batch figures: they are on /metrics alone
+    metrics_from="prometheus",
     name="tgi",
     title="TGI",
     programs=("text-generation-launcher", "text-generation-router", "text-generation-server"),
