@@ -55,7 +55,8 @@ def test_a_bad_stamp_of_the_request_is_left_out() -> None:
 def test_a_run_of_an_elapsed_stamped_log_begins_where_the_stamps_start_over(
     tmp_path: Path,
 ) -> None:
-    elapsed = Dater([[r"(\d+)\.(\d\d)\.(\d{3})\.(\d{3}) ", StampKind.ELAPSED]], 0, START)
+    # last written 3 s after the start: the second run's lines fit it, the first run's not
+    elapsed = Dater([[r"(\d+)\.(\d\d)\.(\d{3})\.(\d{3}) ", StampKind.ELAPSED]], START + 3, START)
     older = b"0.00.001.000 I first run\n0.05.000.000 I serving\n"
     newer = b"0.00.002.000 I second run\n0.01.000.000 I loading\n"
     log = tmp_path / "serve.log"

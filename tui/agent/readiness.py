@@ -63,39 +63,87 @@ def find_anchor(fd, size, start_time, dater, pid_tag):
 
 
 def elapsed_anchor(fd, size, dater):
-    """(offset, how) of a run in a log whose stamps count from its process's start: the
-    last line whose stamp is smaller than the stamped line before it (a process started
-    over there). When they never start over, the first stamped line is this run's when
-    the log looks written by it alone from its start: that line is stamped within
-    FRESH_STAMP of the start, and no line placed after ``dater.started`` comes after the
-    file's last write (``dater.clock``). The caller asks only about a file the process
-    has open for writing. Otherwise (None, why)."""
+    """(offset, how) of a run in a log whose stamps count from its process's start, read
+    backwards from the end (at most READY_SCAN bytes): the run is the one after the last
+    line whose stamp is smaller than the stamped line before it (a process started over
+    there), or, when the stamps never start over, the one from the first stamped line.
+    That run is this process's when it looks written by it from its start: its first
+    stamp is within FRESH_STAMP of the start, and no line of it placed after
+    ``dater.started`` comes after the file's last write (``dater.clock``). The caller asks
+    only about a file the process has open for writing. Otherwise (None, why)."""
     elapsed = Dater(
         [[p.pattern.decode("utf-8", "surrogateescape"), k] for p, k in dater.patterns], 0, 0
     )
-    first = None
-    previous = None
-    restart = None
-    for offset, line in lines_in(fd, 0, size):
+    last = None
+    after = None
+    restart = False
+    for offset, line in lines_back(fd, size, READY_SCAN):
+        if offset is None:
+            return None, "cannot tell: no run starts within the log's last %d MiB" % (
+                READY_SCAN // (1024 * 1024)
+            )
         ts = elapsed.time(line)
         if ts is None:
             continue
-        if first is None:
-            first = (offset, ts)
-        if previous is not None and ts < previous:
-            restart = offset
-        previous = ts
-    if restart is not None:
-        return restart, "the stamps start over"
-    if first is None:
+        if last is None:
+            last = ts
+        if after is not None and ts > after[1]:
+            restart = True
+            break
+        after = (offset, ts)
+    if after is None:
         return None, "no timestamps to place the start"
-    if (
+    if not from_this_start(after[1], last, dater):
+        return None, "cannot tell: the stamps count from a process's start and %s" % (
+            "the run where they start over is not this one's" if restart else "never start over"
+        )
+    if restart:
+        return after[0], "the stamps start over"
+    return after[0], "the stamps count from this process's start"
+
+
+def from_this_start(first, last, dater):
+    """Whether a run whose elapsed stamps go from ``first`` to ``last`` fits the process
+    started at ``dater.started``: it stamped its first line soon after that start, and its
+    last line placed after the start is no later than the file's last write."""
+    return (
         dater.started is not None
-        and first[1] <= FRESH_STAMP
-        and dater.started + previous <= dater.clock + ELAPSED_SLACK
-    ):
-        return first[0], "the stamps count from this process's start"
-    return None, "cannot tell: the stamps count from a process's start and never start over"
+        and first <= FRESH_STAMP
+        and dater.started + last <= dater.clock + ELAPSED_SLACK
+    )
+
+
+def lines_back(fd, end, limit, keep=65536):
+    """(offset, line) for each line in [0, end), the last first, each cut at ``keep``
+    bytes; at most ``limit`` bytes are read, and a walk stopped by that limit ends with
+    (None, b"") (a line whose start lies further back)."""
+    floor = max(0, end - limit)
+    pos = end
+    tail = b""  # the head of the line that starts in the bytes before ``pos``
+    while pos > floor:
+        data = os.pread(fd, min(1024 * 1024, pos - floor), max(floor, pos - 1024 * 1024))
+        if not data:
+            break
+        base = pos - len(data)
+        cut = len(data)
+        while True:
+            newline = data.rfind(b"\n", 0, cut)
+            if newline < 0:
+                break
+            if cut == len(data):
+                line = (data[newline + 1 :] + tail)[:keep]
+            else:
+                line = data[newline + 1 : min(cut, newline + 1 + keep)]
+            if base + newline + 1 < end:
+                yield base + newline + 1, line
+            cut = newline
+        tail = (data[:cut] + tail)[:keep] if cut == len(data) else data[: min(cut, keep)]
+        pos = base
+    if pos <= 0:
+        if end > 0:
+            yield 0, tail
+    else:
+        yield None, b""
 
 
 def before_start(fd, size, start, dater):
