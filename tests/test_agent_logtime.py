@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tui.agent.logtime import Dater
-from tui.agent.readiness import args_heads_of, args_line, elapsed_anchor
+from tui.agent.readiness import args_heads_of, args_line, elapsed_anchor, scan_for
 from tui.engines import SPECS
 from tui.engines.spec import Stamp, StampKind
 
@@ -85,3 +85,16 @@ def test_an_args_dump_of_many_lines_comes_back_up_to_its_until_line(tmp_path: Pa
     finally:
         os.close(fd)
     assert found == 'INFO Args {\n    model_id: "m",\n    port: 80,\n}'
+
+
+def test_the_first_line_holding_any_needle_is_found_whichever_needle_it_holds(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "server.log"
+    log.write_bytes(b"loading\nmain: listening on http://127.0.0.1:8080\nlater: model loaded\n")
+    fd = os.open(log, os.O_RDONLY)
+    try:
+        found = scan_for(fd, 0, log.stat().st_size, [b"model loaded", b"listening on"])
+    finally:
+        os.close(fd)
+    assert found == (8, "main: listening on http://127.0.0.1:8080")

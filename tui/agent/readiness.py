@@ -240,13 +240,15 @@ def scan_for(fd, start, end, needles, limit=READY_SCAN):
             break
         block = carry + data
         base = pos - len(carry)
-        for needle in needles:
-            index = block.find(needle)
-            if index >= 0:
-                line_start = block.rfind(b"\n", 0, index) + 1
-                line_end = block.find(b"\n", index)
-                line = block[line_start : line_end if line_end >= 0 else len(block)]
-                return base + line_start, line.decode("utf-8", "replace")
+        # the earliest line holding any needle (not the first needle's line: with several
+        # ready lines, a later one must not date the run's readiness)
+        found = [i for i in (block.find(needle) for needle in needles) if i >= 0]
+        if found:
+            index = min(found)
+            line_start = block.rfind(b"\n", 0, index) + 1
+            line_end = block.find(b"\n", index)
+            line = block[line_start : line_end if line_end >= 0 else len(block)]
+            return base + line_start, line.decode("utf-8", "replace")
         cut = block.rfind(b"\n")
         carry = block[cut + 1 :] if cut >= 0 else block
         if len(carry) > 65536:
