@@ -299,8 +299,7 @@ def _sample(match: re.Match[str], slot: str, task: str, port: str) -> _Sample | 
 
 
 def _put(values: dict[Metric, float], metric: Metric, text: str) -> None:
-    """Keeps a printed number as ``metric``'s value when the metric can take it
-    (:func:`admissible`: not ``nan``, ``inf``, below 0, or a fraction above 1)."""
+    """Keeps a printed number as ``metric``'s value when it is :func:`admissible`."""
     number = float(text)
     if admissible(metric, number):
         values[metric] = number

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import enum
 import math
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -200,7 +199,7 @@ def canonical(body: str, table: Mapping[str, Metric]) -> dict[Metric, float]:
 #: The metrics measured as 0-1 fractions.
 FRACTIONS = frozenset(m for m in Metric if m.unit is Unit.FRACTION)
 #: The largest value of each metric: 1 for a fraction, the largest finite float else.
-_CEILING = {m: 1.0 if m in FRACTIONS else sys.float_info.max for m in Metric}
+_CEILING = {m: 1.0 if m in FRACTIONS else math.nextafter(math.inf, 0.0) for m in Metric}
 
 
 def admissible(metric: Metric, number: float) -> bool:
