@@ -661,8 +661,10 @@ def test_the_pretty_args_dump_is_read_whole(colour: bool) -> None:
     assert head.text in dump_lines(colour).split("\n", 1)[0]
     reported = SPEC.read_reported(dump_lines(colour), head)
     assert reported == VALUES and list(reported) == list(VALUES)
-    # the agent may stop before the closing line
-    assert SPEC.read_reported(dump_lines(colour).rsplit("\n", 1)[0], head) == VALUES
+    assert reported is not None and not reported.truncated
+    # without its closing line, every field is there but the dump may go on
+    cut = SPEC.read_reported(dump_lines(colour).rsplit("\n", 1)[0], head)
+    assert cut == VALUES and cut is not None and cut.truncated
 
 
 def test_the_json_args_line_is_read_from_its_message() -> None:
@@ -706,14 +708,61 @@ def test_the_one_line_dump_of_old_launchers_is_read() -> None:
     }
 
 
-def test_a_cut_dump_keeps_the_fields_before_the_cut() -> None:
-    cut = PRETTY[: PRETTY.index("    cuda_graphs:") + len("    cuda_graphs: Some(\n        [\n  ")]
-    reported = SPEC.read_reported(cut, HEAD[TEXT_FORM])
-    assert reported is not None
-    assert list(reported)[-1] == "cuda_graphs"
-    assert {k: reported[k] for k in list(reported)[:-1]} == {
-        k: VALUES[k] for k in list(VALUES)[: list(VALUES).index("cuda_graphs")]
-    }
+def fields_before(name: str) -> dict[str, object]:
+    """The golden dump's values of the fields before ``name``."""
+    return {k: VALUES[k] for k in list(VALUES)[: list(VALUES).index(name)]}
+
+
+GRAPHS = "    cuda_graphs: Some(\n        [\n            1,\n            2,\n"
+
+
+@pytest.mark.parametrize(
+    ("field", "kept"),
+    [
+        ("cuda_graphs", GRAPHS),  # inside a list
+        ("cuda_graphs", GRAPHS + "            4,\n        ]"),  # before Some's `)`
+        ("cuda_graphs", GRAPHS + "            4,\n        ],\n    )"),  # before its `,`
+        ("hostname", '    hostname: "tgi-'),  # inside a string
+        ("hostname", '    hostname: "tgi-host"'),
+        ("max_total_tokens", "    max_total_tokens: Some(\n        81"),  # inside a number
+        ("port", "    po"),  # inside a name
+        ("model_id", ""),  # the head alone
+    ],
+    ids=["list", "list-end", "some-end", "string", "string-end", "number", "name", "head"],
+)
+def test_a_cut_dump_is_truncated_and_keeps_only_the_fields_before_the_cut(
+    field: str, kept: str
+) -> None:
+    """The agent stops at its bounds: the fields that end before the cut are kept, and the
+    value the cut runs into is left out (its text is not the value)."""
+    start = PRETTY.index(f"\n    {field}:") + 1
+    assert PRETTY[start:].startswith(kept)
+    reported = SPEC.read_reported(PRETTY[: start + len(kept)], HEAD[TEXT_FORM])
+    assert reported is not None and reported.truncated
+    assert reported == fields_before(field) and list(reported) == list(fields_before(field))
+
+
+def test_a_dump_cut_inside_a_secret_is_truncated_and_leaves_the_secret_out() -> None:
+    cut = 'Args {\n    model_id: "m",\n    api_key: Some(\n        "sk-abc'
+    for text in (cut, cut + '",', cut + '",\n    )'):
+        reported = SPEC.read_reported(text, HEAD[TEXT_FORM])
+        assert reported is not None and reported.truncated, text
+        assert reported == {"model_id": "m"}, text
+    whole = SPEC.read_reported(cut + '",\n    ),\n}', HEAD[TEXT_FORM])
+    assert whole == {"model_id": "m", "api_key": "sk-abc"} and not whole.truncated
+
+
+def test_a_dump_that_reaches_its_closing_brace_is_not_truncated() -> None:
+    for form, line in (
+        (TEXT_FORM, dump_lines(False)),
+        (JSON_FORM, launcher_json(PRETTY)),
+        (LINE_FORM, compact('Args { model_id: "m", cors_allow_origin: [], env: false }')),
+    ):
+        reported = SPEC.read_reported(line, HEAD[form])
+        assert reported is not None and not reported.truncated, form
+    one_line = compact('Args { model_id: "m", cors_allow_origin: [], en')
+    reported = SPEC.read_reported(one_line, HEAD[LINE_FORM])
+    assert reported == {"model_id": "m", "cors_allow_origin": []} and reported.truncated
 
 
 def test_strings_are_unescaped_and_other_values_kept_as_text_never_evaluated() -> None:

@@ -9,9 +9,10 @@ READY_SCAN = 8 * 1024 * 1024
 # How far past the anchor to look for the line where the server prints the arguments it
 # really runs with (the request names that line's heads: "args_heads").
 ARGS_SCAN = 4 * 1024 * 1024
-# An args dump of many lines (an ``until`` head) is read up to this many lines and bytes.
-ARGS_DUMP_LINES = 200
+# An args dump of many lines (an ``until`` head) is read up to this many bytes; a pretty
+# dump prints a list one element a line, so the line count is only a second guard.
 ARGS_DUMP_BYTES = 64 * 1024
+ARGS_DUMP_LINES = 4096
 # Start times are known to 1/100 s (clock ticks and /proc/uptime); allow that much.
 START_SLACK = 0.05
 # A process stamps its first line within this many seconds of its start (its build and

@@ -37,7 +37,7 @@ import re
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
-from tui.core.metrics.model import Metric, MetricSample
+from tui.core.metrics.model import Metric, MetricSample, admissible
 from tui.engines.spec import EngineSpec, Phase, Prometheus, Stamp, StampKind
 
 NAME = "llamacpp"
@@ -299,9 +299,9 @@ def _sample(match: re.Match[str], slot: str, task: str, port: str) -> _Sample | 
 
 
 def _put(values: dict[Metric, float], metric: Metric, text: str) -> None:
-    """Keeps a printed number as ``metric``'s value when it is finite (not ``nan``, ``inf``)."""
+    """Keeps a printed number as ``metric``'s value when it is :func:`admissible`."""
     number = float(text)
-    if number - number == 0:
+    if admissible(metric, number):
         values[metric] = number
 
 

@@ -119,12 +119,13 @@ class MetricSample:
     included, and :attr:`fields` types the values (both are computed when
     asked, so a sample costs little until someone looks). ``values`` maps
     canonical metrics to numbers in their :attr:`Metric.unit` (fractions 0-1,
-    whatever the line printed). ``ts`` is the time printed on the line (host
-    wall clock, naive; for a scrape, the caller's). ``offset`` is the byte
-    offset of the line's first byte (``None`` for a scrape). ``source`` names
-    the rank or engine that printed it (``DP1 TP0``, ``Engine 000``, ``2
-    Engines Aggregated``, or ``""``). ``run`` is the run the caller's
-    :class:`RunBoundary` had reached (0 before any startup line). ``pairs``
+    whatever the line printed); it holds only :func:`admissible` values (a value no
+    metric can take, printed or read, is left out, whichever engine or source gave
+    it). ``ts`` is the time printed on the line (host wall clock, naive; for a
+    scrape, the caller's). ``offset`` is the byte offset of the line's first byte
+    (``None`` for a scrape). ``source`` names the rank or engine that printed it
+    (``DP1 TP0``, ``Engine 000``, ``2 Engines Aggregated``, or ``""``). ``run`` is
+    the run the caller's :class:`RunBoundary` had reached (0 before any startup line). ``pairs``
     holds the fields of a sample that has no line (a ``/metrics`` scrape).
     ``kind`` names the line's shape (``sglang-decode``, ``vllm-stats``,
     ``prometheus``), ``engine`` the engine's name (its spec's ``series_label``
@@ -140,6 +141,12 @@ class MetricSample:
     source: str = ""
     run: int = 0
     pairs: Mapping[str, str] | None = None
+
+    def __post_init__(self) -> None:
+        values = self.values
+        if not all(admissible(m, v) for m, v in values.items()):
+            kept = {m: v for m, v in values.items() if admissible(m, v)}
+            object.__setattr__(self, "values", kept)
 
     @property
     def raw(self) -> dict[str, str]:
@@ -165,7 +172,8 @@ class MetricSample:
 
 def canonical(body: str, table: Mapping[str, Metric]) -> dict[Metric, float]:
     """The canonical values in a line's ``key: value`` part: for each metric the first key of
-    ``table`` in line order; a percentage of a fraction metric is scaled to 0-1."""
+    ``table`` in line order; a percentage of a fraction metric is scaled to 0-1, and a
+    value that is not :func:`admissible` is left out."""
     values: dict[Metric, float] = {}
     get = table.get
     for part in body.split(", "):
@@ -181,10 +189,20 @@ def canonical(body: str, table: Mapping[str, Metric]) -> dict[Metric, float]:
             number = float(text[:-1] if percent else text)
         except ValueError:
             continue
-        if number - number == 0:  # finite: nan and inf give nan
-            values[metric] = number / 100 if percent and metric in FRACTIONS else number
+        if percent and metric in FRACTIONS:
+            number /= 100
+        if admissible(metric, number):
+            values[metric] = number
     return values
 
 
 #: The metrics measured as 0-1 fractions.
 FRACTIONS = frozenset(m for m in Metric if m.unit is Unit.FRACTION)
+#: The largest value of each metric: 1 for a fraction, the largest finite float else.
+_CEILING = {m: 1.0 if m in FRACTIONS else math.nextafter(math.inf, 0.0) for m in Metric}
+
+
+def admissible(metric: Metric, number: float) -> bool:
+    """Whether ``metric`` can take ``number``: finite and at least 0, and at most 1 for a
+    fraction (a fraction above 1 is no reading of it, so it is dropped, never clipped)."""
+    return 0.0 <= number <= _CEILING[metric]

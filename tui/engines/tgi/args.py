@@ -27,17 +27,17 @@ escaped); TGI <= 1.x printed ``{:?}``, the whole dump on one line. Values read
 as: ``Some(x)`` -> x, ``None`` -> None, ``"text"`` -> text, ``true``/``false``,
 numbers, lists, and an enum variant as the word its flag takes
 (``BitsandbytesNf4`` -> ``bitsandbytes-nf4``). Nothing is evaluated; a value of
-another shape is kept as its text, and a dump cut short gives the fields before
-the cut.
+another shape is kept as its text. A dump cut short (by the agent's bounds, or a
+log still being written) is ``truncated``: it gives the fields that end before the
+cut, and the value the cut runs into is not reported (its text is not the value).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
 
-from tui.engines.spec import ArgsHead
+from tui.engines.spec import ArgsHead, ReportedValues
 
 #: The ``form`` of each head: the pretty dump (``{:#?}``, one field a line), the one-line
 #: dump of TGI <= 1.x (``{:?}``), and the JSON line's.
@@ -170,38 +170,55 @@ class _Dump:
         return found
 
     def fields(self, depth: int) -> dict[str, object]:
-        """The fields of a struct up to its ``}``; at depth 0, a field that cannot be read
-        is kept as its text and a dump cut short keeps the fields before the cut."""
+        """The fields of a struct nested in ``Args``, up to its ``}``."""
         found: dict[str, object] = {}
+        while self.peek() != "}":
+            name = self.take()
+            if not name.isidentifier():
+                raise _Unreadable("not a field")
+            self.expect(":")
+            found[name] = self.value(depth)
+            if self.peek() == ",":
+                self.take()
+            elif self.peek() != "}":
+                raise _Unreadable("no }")
+        self.take()
+        return found
+
+    def arguments(self) -> ReportedValues:
+        """The fields of ``Args`` up to its closing ``}``: a field that cannot be read is
+        kept as its text. A dump that ends before that ``}`` is ``truncated``: it keeps
+        the fields that end before the cut, and a value the cut runs into is left out."""
+        found = ReportedValues()
         while self.peek() not in ("}", None):
             name = self.take()
             if self.peek() != ":" or not name.isidentifier():
-                if depth:
-                    raise _Unreadable("not a field")
                 self.skip_item()
-                continue
-            self.take()
-            begin = self.at
-            try:
-                found[name] = self.value(depth)
-                if self.peek() not in (",", "}", None):
-                    raise _Unreadable("more after the value")
-            except _Unreadable:
-                if depth:
-                    raise
-                self.at = begin
-                found[name] = self.skip_item()
-                continue
+            else:
+                self.take()
+                value = self.field_value()
+                if self.peek() is None:
+                    break
+                found[name] = value
             if self.peek() == ",":
                 self.take()
-        if self.peek() is None and depth:
-            raise _Unreadable("the struct is cut")
-        if self.peek() is not None:
-            self.take()
+        found.truncated = self.peek() != "}"
         return found
 
+    def field_value(self) -> object:
+        """The value of a field of ``Args``, or its text when it is not of a shape read here."""
+        begin = self.at
+        try:
+            value = self.value(0)
+            if self.peek() in (",", "}", None):
+                return value
+        except _Unreadable:
+            pass
+        self.at = begin
+        return self.skip_item()
+
     def skip_item(self) -> str:
-        """Skip to the next field (past a ``,`` outside brackets); the text skipped."""
+        """Skip to the next ``,`` or ``}`` outside brackets, or the end; the text skipped."""
         begin = self.tokens[self.at][1] if self.at < len(self.tokens) else len(self.text)
         end = begin
         stack: list[str] = []
@@ -214,8 +231,6 @@ class _Dump:
                 stack.pop()
             end = self.tokens[self.at][2]
             self.at += 1
-        if self.peek() == ",":
-            self.take()
         return self.text[begin:end].strip()
 
 
@@ -236,15 +251,16 @@ def dump_text(line: str, head: ArgsHead) -> str | None:
     return None if start < 0 else line[start:]
 
 
-def read_reported(line: str, head: ArgsHead) -> Mapping[str, object] | None:
-    """The launcher's arguments on its args line (or lines), field name -> value; None
-    when the line holds no ``Args {`` dump. Never raises."""
+def read_reported(line: str, head: ArgsHead) -> ReportedValues | None:
+    """The launcher's arguments on its args line (or lines), field name -> value, marked
+    ``truncated`` when the dump ends before its closing ``}``; None when the line holds
+    no ``Args {`` dump. Never raises."""
     text = dump_text(line, head)
     if text is None:
         return None
     dump = _Dump(text)
     dump.at = 2  # past "Args" and "{"
     try:
-        return dump.fields(0)
+        return dump.arguments()
     except (_Unreadable, ValueError, RecursionError):
         return None
