@@ -692,6 +692,7 @@ def test_command_items_and_env_values_may_span_lines_and_tabs_are_kept() -> None
     assert dict(service.launch.env) == {"NOTE": "one\ntwo"}
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("fields", "source"),
     [
