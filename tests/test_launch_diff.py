@@ -501,3 +501,21 @@ def test_a_json_argument_nested_past_any_reason_is_compared_as_text() -> None:
     diff = launch_diff(argv, argv, None, engine=Engine.SGLANG)
     (row,) = [r for r in diff.rows if r.flag == "--json-model-override-args"]
     assert row.status.value == "same"
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("given", "reported", "expected"),
+    [
+        ("1,2,4", [1, 2, 4], True),  # TGI's --cuda-graphs, its Args dump's list
+        ("1,2", [1, 2, 4], False),
+        ("a,b", ("a", "b"), True),
+        ("8", [8], True),
+        ("1,2,4", "1,2,4", True),
+    ],
+)
+def test_a_list_given_as_one_comma_separated_value_is_the_list(
+    given: str, reported: object, expected: bool
+) -> None:
+    assert same(given, reported) is expected
+    assert same(reported, given) is expected

@@ -277,9 +277,18 @@ def _same_algorithm(name: str, goal: object, reported: object, aliases: Mapping[
 def same(left: object, right: object) -> bool:
     """Whether two values mean the same, whichever source they came from."""
     a, b = _comparable(left), _comparable(right)
+    if isinstance(a, tuple) and isinstance(b, str):
+        b = _items(b)
+    elif isinstance(b, tuple) and isinstance(a, str):
+        a = _items(a)
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
     return a == b
+
+
+def _items(text: str) -> object:
+    """A list given as one comma-separated value (``--cuda-graphs 1,2,4``), as the list."""
+    return frozen([coerce(part) for part in text.split(",")])
 
 
 def is_off(value: object) -> bool:
