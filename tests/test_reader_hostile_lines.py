@@ -30,13 +30,14 @@ pytestmark = pytest.mark.unit
 HANG_GUARD = 20.0
 #: The text every reader's quick test looks for before any regex runs.
 GATES = (
-    " throughput: metrics: rate: GPU batch Success eval time = tg = 1 t/s"
+    " throughput: metrics: rate: GPU batch Success eval time = n_gen = 1, tg = 1 t/s"
     ' draft acceptance = prompt processing, "message" pid=1) '
 )
 #: What may start a line before the repeated piece: nothing, or each engine's prefix
 #: and metric head (so that every reader reads on past its first test).
 HEADS = (
     "",
+    "(EngineCore_DP0 ",
     "INFO 05-09 09:22:05 [loggers.py:259] Engine 000: Avg prompt throughput: ",
     "(EngineCore_DP0 pid=1) INFO 05-09 09:22:05 [loggers.py:259] ",
     "[2026-05-09 09:22:05 DP0 TP0] Decode batch. ",
@@ -49,7 +50,7 @@ HEADS = (
 #: The repeated pieces.
 PIECES = {
     "process tags": "(EngineCore_DP0 pid=1) ",
-    "a tag never closed": "pid=1 (",
+    "a tag never closed": "pid=1 ",
     "tags not before a prefix": "(A pid=1) x",
     "key: value": "key: 1, ",
     "brackets": "[",
