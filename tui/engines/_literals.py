@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tui.engines.spec import ReportedValues
@@ -46,7 +47,10 @@ def read_literals(line: str, head: str) -> ReportedValues | None:
     return values
 
 
-_TOKENS = re.compile(r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[()\[\]{},]""")
+#: A mark that may start a token: a quote, a bracket, a comma.
+_MARKS = re.compile(r"""['"()\[\]{},]""")
+#: A quoted string's text after its opening quote, up to where its closing quote would be.
+_QUOTED = {"'": re.compile(r"(?:[^'\\]|\\.)*"), '"': re.compile(r'(?:[^"\\]|\\.)*')}
 _OPEN = {"(": ")", "[": "]", "{": "}"}
 _QUOTED_KEY = re.compile(r"""\s*('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^:]*):""")
 
@@ -57,8 +61,7 @@ def _split_items(line: str, start: int, closer: str) -> tuple[list[str], bool]:
     items: list[str] = []
     stack: list[str] = []
     begin = start
-    for match in _TOKENS.finditer(line, start):
-        mark = match.group()
+    for mark, at, end in _tokens(line, start):
         if mark in _OPEN:
             stack.append(_OPEN[mark])
         elif mark in ")]}":
@@ -67,14 +70,37 @@ def _split_items(line: str, start: int, closer: str) -> tuple[list[str], bool]:
                     stack.pop()
                 continue
             if mark == closer:
-                last = line[begin : match.start()]
+                last = line[begin:at]
                 if last.strip():
                     items.append(last)
                 return items, True
         elif mark == "," and not stack:
-            items.append(line[begin : match.start()])
-            begin = match.end()
+            items.append(line[begin:at])
+            begin = end
     return items, False
+
+
+def _tokens(line: str, start: int) -> Iterator[tuple[str, int, int]]:
+    """(mark, start, end) of each bracket, comma and quoted string from ``start`` (a quoted
+    string's mark is its quote). A quote that is not closed is no token, nor is any later
+    quote of its kind up to where its text stops: each is read once."""
+    unclosed = {"'": -1, '"': -1}
+    at = start
+    while (found := _MARKS.search(line, at)) is not None:
+        mark, at = found.group(), found.start()
+        if mark not in unclosed:
+            yield mark, at, at + 1
+            at += 1
+        elif at < unclosed[mark]:
+            at += 1
+        else:
+            stop = _QUOTED[mark].match(line, at + 1).end()
+            if line.startswith(mark, stop):
+                yield mark, at, stop + 1
+                at = stop + 1
+            else:
+                unclosed[mark] = stop
+                at += 1
 
 
 def _split_pair(item: str, separator: str) -> tuple[str, str, str]:

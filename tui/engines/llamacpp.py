@@ -89,7 +89,7 @@ _BODIES = re.compile(
 #: the mid-2025 timing header: an SLT_INF whose text starts with a newline
 _HEADER = re.compile(r"slot print_timing: id +(-?\d+) \| task (-?\d+) \| ?$")
 _SLOT = re.compile(r"slot .{12}: id +(-?\d+) \| task (-?\d+) \| ")
-_STAMP = re.compile(r"(\d+)\.(\d\d)\.(\d{3})\.(\d{3}) [IWEDT] ")
+_STAMP = re.compile(r"(?<!\d)(\d+)\.(\d\d)\.(\d{3})\.(\d{3}) [IWEDT] ")  # from a first digit
 _ROUTER = re.compile(r"\[ *(\d+)\] ")
 #: the 2024 key=value tail: `` | tid="..." timestamp=N id_slot=0 id_task=3 ...``
 _TAIL_SLOT = re.compile(r"\b(?:id_slot|slot_id)=(-?\d+)")

@@ -27,6 +27,7 @@ from tui.core.metrics.model import Metric, MetricSample, canonical
 from tui.core.metrics.stamps import infer_year
 from tui.engines._json_lines import line_time as json_line_time
 from tui.engines._json_lines import records as json_records
+from tui.engines._pid_tags import run_start
 
 NAME = "sglang"
 
@@ -49,8 +50,6 @@ _LINE = re.compile(
 )
 _HEAD = re.compile(_HEAD_SOURCE)
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
-#: A Ray actor tag left at a body's end by the glued line after it.
-_TRAILING_TAG = re.compile(r"(?:\([^()]*\bpid=\d+[^()]*\) ?)+$")
 
 #: key in a line -> canonical metric; for each metric the line's first such key wins
 _CANON: dict[str, Metric] = {
@@ -132,7 +131,9 @@ class Reader:
             end = starts[index + 1].start() if index + 1 < len(starts) else len(text)
             body = text[head.end() : end]
             if "pid=" in body:
-                body = _TRAILING_TAG.sub("", body.rstrip())
+                # Ray actor tags left at the body's end by the glued line after it
+                body = body.rstrip()
+                body = body[: run_start(body, len(body), space_optional=True)]
             try:
                 ts, source = self._stamp_of(line)
             except (ValueError, OverflowError):

@@ -61,8 +61,10 @@ _TEXT_START = re.compile(
 _DIM = "\x1b[2m"
 _JSON_START = '{"timestamp":"'
 # The message itself, after the router's file:line (full format) or its target (compact,
-# where the span's fields follow the message): not "Success" inside another message.
-_SUCCESS = re.compile(r"(?:\.rs:\d+|text_generation_router(?:::\w+)*): Success(?=\s*$| \w+=)")
+# where the span's fields follow the message): not "Success" inside another message. The
+# target's path is read whole, once (possessive), and the message is looked for after it:
+# each place the path could start is tried once.
+_SUCCESS = re.compile(r"(?:\.rs:\d+|text_generation_router(?:::\w+)*+)(: Success(?=\s*$| \w+=))?")
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(s|ms|µs|μs|us|ns)", re.ASCII)
 # The unit as a power of ten: "611.286748" "e-3" reads as 0.611286748 exactly as printed.
 _EXPONENT = {"s": "", "ms": "e-3", "µs": "e-6", "μs": "e-6", "us": "e-6", "ns": "e-9"}
@@ -148,7 +150,7 @@ def text_timings(line: str) -> dict[str, Timing] | None:
     A field's last printed value wins: the request's parameters, printed first, may
     hold any text (a stop sequence), the timings are recorded after them.
     """
-    if _SUCCESS.search(line) is None:
+    if not any(match.group(1) for match in _SUCCESS.finditer(line)):
         return None
     found: dict[str, Timing] = {}
     for key in _FIELDS:

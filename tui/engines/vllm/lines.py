@@ -30,7 +30,7 @@ while the GPU's is in use).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 
 from tui.core.metrics.fields import split_fields
@@ -38,14 +38,19 @@ from tui.core.metrics.model import Metric, MetricSample, canonical
 from tui.core.metrics.stamps import infer_year
 from tui.engines._json_lines import line_time as json_line_time
 from tui.engines._json_lines import records as json_records
+from tui.engines._pid_tags import run_start
 
 NAME = "vllm"
 
-#: One process tag, as vLLM or Ray prints it.
-TAG = r"\([^()]*\bpid=\d+[^()]*\) "
+#: One process tag, as vLLM or Ray prints it: no parenthesis inside, a ``pid=N`` among
+#: its words (looked ahead for, so that a tag is read in one pass).
+TAG = r"\((?=[^()]*\bpid=\d)[^()]*\) "
 LEVEL = r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)"
-_PREFIX = re.compile(
-    rf"(?:{TAG})*(?:\[Stage-\d+\] )?{LEVEL} "
+#: The prefix past its process tags: the stage, the level, the stamp and the fileinfo.
+#: Found first (it never starts with a tag), its process tags are then read back
+#: from where it starts, so that no search retries a run of tags from each of them.
+_CORE = re.compile(
+    rf"(?:\[Stage-\d+\] )?{LEVEL} "
     r"(\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,](\d{3}))? \[?[^\]\s]*\] "
 )
 _AGGREGATED = re.compile(r"(\d+) Engines Aggregated: ")
@@ -112,7 +117,7 @@ class Reader:
         try:
             if "\x1b" in text:
                 text = _ANSI.sub("", text)
-            match = _PREFIX.search(text)
+            match = _CORE.search(text)
             if match is None:
                 return self._json(text, offset, run) if '"message"' in text else _NONE
             if text.find("] ", match.end()) < 0:
@@ -126,7 +131,7 @@ class Reader:
         try:
             if "\x1b" in text:
                 text = _ANSI.sub("", text)
-            match = _PREFIX.search(text)
+            match = _CORE.search(text)
             if match is not None:
                 return self._time(match)
             return json_line_time(text)
@@ -135,10 +140,10 @@ class Reader:
 
     def _glued(self, text: str, offset: int | None, run: int) -> tuple[MetricSample, ...]:
         """Every metric message in ``text``, each up to where the next line starts."""
-        starts = list(_PREFIX.finditer(text))
+        starts = list(_prefixes(text))
         found = []
-        for index, line in enumerate(starts):
-            end = starts[index + 1].start() if index + 1 < len(starts) else len(text)
+        for index, (_, line) in enumerate(starts):
+            end = starts[index + 1][0] if index + 1 < len(starts) else len(text)
             sample = self._message(text[line.end() : end], self._time(line), offset, run)
             if sample is not None:
                 found.append(sample)
@@ -214,6 +219,15 @@ class Reader:
             if self._reference is not None:
                 self._times[stamp] = ts
         return ts if millis is None else ts.replace(microsecond=int(millis) * 1000)
+
+
+def _prefixes(text: str) -> Iterator[tuple[int, re.Match[str]]]:
+    """Each line prefix in ``text``, in order: where it starts (at its first process tag)
+    and the match of the rest (:data:`_CORE`: its groups are the stamp and its millis)."""
+    floor = 0
+    for core in _CORE.finditer(text):
+        yield run_start(text, core.start(), floor), core
+        floor = core.end()
 
 
 def _device_usage(body: str, values: dict[Metric, float]) -> None:
