@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from tui.engines.spec import ReportedValues
+from tui.engines.spec import ArgsHead, ReportedValues
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,11 @@ _MARKS = re.compile(r"""['"()\[\]{},]""")
 _QUOTED = {"'": re.compile(r"(?:[^'\\]|\\.)*"), '"': re.compile(r'(?:[^"\\]|\\.)*')}
 _OPEN = {"(": ")", "[": "]", "{": "}"}
 _QUOTED_KEY = re.compile(r"""\s*('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^:]*):""")
+
+
+def read_reported(line: str, head: ArgsHead) -> ReportedValues | None:
+    """The values of an args line whose head is ``head`` (an engine's ``read_reported``)."""
+    return read_literals(line, head.text)
 
 
 def _split_items(line: str, start: int, closer: str) -> tuple[list[str], bool]:

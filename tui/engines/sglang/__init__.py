@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from tui.core.metrics.model import Metric
 from tui.engines._json_lines import STAMP as JSON_STAMP
-from tui.engines._literals import read_literals
+from tui.engines._literals import read_reported
 from tui.engines.sglang.lines import NAME, Reader
 from tui.engines.spec import ArgsHead, EngineSpec, Phase, Prometheus, Stamp, StampKind
 
@@ -26,11 +26,6 @@ def series_label(source: str) -> str:
         if tag.startswith("DP"):
             return tag
     return ""
-
-
-def read_reported(line: str, head: ArgsHead) -> dict[str, object] | None:
-    """The values of a ``server_args=`` line (the dataclass repr or the dict)."""
-    return read_literals(line, head.text)
 
 
 SPEC = EngineSpec(

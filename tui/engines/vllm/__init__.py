@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from tui.core.metrics.model import Metric
 from tui.engines._json_lines import STAMP as JSON_STAMP
-from tui.engines._literals import read_literals
+from tui.engines._literals import read_reported
 from tui.engines.spec import ArgsHead, EngineSpec, Phase, Prometheus, Stamp, StampKind
 from tui.engines.vllm.lines import LEVEL, NAME, TAG, Reader
 
@@ -29,11 +29,6 @@ def series_label(source: str) -> str:
         number = source[7:]
         return "" if number.strip("0") == "" else f"engine {int(number)}"
     return ""
-
-
-def read_reported(line: str, head: ArgsHead) -> dict[str, object] | None:
-    """The values of a ``non-default args: {…}`` or ``args: Namespace(…)`` line."""
-    return read_literals(line, head.text)
 
 
 SPEC = EngineSpec(
