@@ -108,10 +108,9 @@ _PHASE_METRIC = {
 class LlamaCppReader:
     """Reads llama-server's log one line at a time (a :class:`~tui.engines.spec.LineReader`).
 
-    State: the last mid-2025 timing header (slot, task, time, router port), which the
-    next :data:`HEADER_SPAN` unprefixed lines take as theirs. ``started`` places the
-    elapsed stamps; without it, or on a line with no stamp, a sample's time is
-    ``reference`` (the log's last write) or, following a live log, ``clock()``.
+    State: the last mid-2025 timing header (slot, task, time, router port), which the next
+    :data:`HEADER_SPAN` unprefixed lines take as theirs. ``started`` places the elapsed stamps;
+    without it, or with no stamp, a line's time is ``reference`` (or ``clock()``, live).
     """
 
     def __init__(
@@ -120,6 +119,7 @@ class LlamaCppReader:
         reference: datetime | None = None,
         clock: Callable[[], datetime] = datetime.now,
         started: datetime | None = None,
+        utc_offset: int | None = None,  # unused: its stamps are the host's wall clock
     ) -> None:
         self._reference = reference
         self._clock = clock

@@ -18,8 +18,6 @@ Engine modules import only the standard library, this package and the pure parts
 
 from __future__ import annotations
 
-import functools
-import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -132,8 +130,8 @@ class LineReader(Protocol):
 #: Makes a reader. ``reference`` is when the log was last written (the year of a
 #: year-less stamp); ``None`` asks ``clock``. ``started`` is the run's start (host
 #: wall clock), for stamps counted from it or lacking a date; ``None`` when unknown.
-#: A factory that reads UTC stamps also takes ``utc_offset``: the host's zone, seconds
-#: east of UTC (``None``: this machine's own).
+#: ``utc_offset`` is the host's zone, seconds east of UTC (``None``: this machine's own),
+#: for stamps printed in UTC; every factory takes all four.
 ReaderFactory = Callable[..., LineReader]
 
 
@@ -145,18 +143,8 @@ def new_reader(
     started: datetime | None,
     utc_offset: int | None,
 ) -> LineReader:
-    """A reader made by ``factory``; ``utc_offset`` goes to the factories that take it."""
-    if utc_offset is not None and _takes_zone(factory):
-        return factory(reference=reference, clock=clock, started=started, utc_offset=utc_offset)
-    return factory(reference=reference, clock=clock, started=started)
-
-
-@functools.cache
-def _takes_zone(factory: ReaderFactory) -> bool:
-    try:
-        return "utc_offset" in inspect.signature(factory).parameters
-    except (TypeError, ValueError):
-        return False
+    """A reader made by ``factory`` (every factory takes all four)."""
+    return factory(reference=reference, clock=clock, started=started, utc_offset=utc_offset)
 
 
 @dataclass(frozen=True)

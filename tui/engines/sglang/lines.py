@@ -91,6 +91,7 @@ class Reader:
         reference: datetime | None = None,
         clock: Callable[[], datetime] = datetime.now,
         started: datetime | None = None,
+        utc_offset: int | None = None,  # unused: its stamps are the host's wall clock
     ) -> None:
         self._reference = reference
         self._clock = clock
