@@ -3,10 +3,12 @@ stopped, and helpers to write hosts.yaml files."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from support.dockerd import Dockerd, DockerUnavailable, start_dockerd
 from support.servers import Server
 from support.sshd import Sshd, start_sshd
 
@@ -91,3 +93,28 @@ async def transport(
         yield open_transport(config.hosts[name], links)
     finally:
         await links.close()
+
+
+@pytest.fixture(scope="session")
+def dockerd_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dockerd]:
+    """One real dockerd per test process (see tests/support/dockerd.py); the docker tests
+    skip, with the daemon's own words, where it cannot run."""
+    try:
+        daemon = start_dockerd(tmp_path_factory.mktemp("dockerd"))
+    except DockerUnavailable as error:
+        pytest.skip(str(error))
+    try:
+        yield daemon
+    finally:
+        daemon.stop()
+
+
+@pytest.fixture
+def dockerd(dockerd_daemon: Dockerd, monkeypatch: pytest.MonkeyPatch) -> Iterator[Dockerd]:
+    """The daemon, with its ``docker`` shim first on this process's PATH (so a local
+    agent's docker CLI reaches it); the test's containers are removed at its end."""
+    monkeypatch.setenv("PATH", f"{dockerd_daemon.bin_dir}:{os.environ.get('PATH', '')}")
+    try:
+        yield dockerd_daemon
+    finally:
+        dockerd_daemon.remove_all()

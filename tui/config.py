@@ -93,9 +93,29 @@ class LaunchSpec:
     env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
 
+#: The container runtimes a service's ``container:`` may name (``runtime:``).
+CONTAINER_RUNTIMES = ("docker", "podman")
+
+
+@dataclass(frozen=True)
+class ContainerRef:
+    """A container a service runs in, by the name or id hosts.yaml gives, and the
+    runtime whose CLI runs on the host (through the host's chain) to ask about it."""
+
+    name: str
+    runtime: str = "docker"
+
+    def __str__(self) -> str:
+        return self.name if self.runtime == "docker" else f"{self.runtime}:{self.name}"
+
+
 @dataclass(frozen=True)
 class Service:
-    """One inference server on one host. ``log`` is an absolute path on that host."""
+    """One inference server on one host.
+
+    ``log`` is an absolute path on that host, or ``""`` for a service whose
+    ``container:`` is given without ``log:``: its log is then the container's own
+    (the runtime's json-file, found at each probe)."""
 
     name: str
     host: str
@@ -117,10 +137,20 @@ class Service:
     keep_logs: int = 5
     #: ``prometheus``: read ``http://127.0.0.1:PORT/metrics`` on the host each refresh.
     metrics: MetricsSource = MetricsSource.LOG
+    #: The container the server runs in (its run is the container's: id, StartedAt,
+    #: RestartCount), or None for a server babysit finds by its processes.
+    container: ContainerRef | None = None
 
     @property
     def label(self) -> str:
         return f"{self.host}/{self.name}"
+
+    @property
+    def log_text(self) -> str:
+        """The log in a few words for messages: its path, or the container's log."""
+        if self.log:
+            return self.log
+        return f"the log of container {self.container}" if self.container else "(no log)"
 
 
 @dataclass(frozen=True)

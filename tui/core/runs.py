@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tui.core.answers import AnswerError, Fields, read
+from tui.core.containers import PLAIN, ContainerState
 from tui.core.secrets import redact_argv
 from tui.core.verdicts import Verdict, worst_exit_status
 
@@ -145,6 +146,9 @@ class LogState:
     #: Why the file at the path cannot be read, when the host says (not a regular file,
     #: permission denied): in plain words.
     problem: str | None = None
+    #: How its lines are written: ``plain``, or ``docker-json`` (a container's json-file
+    #: log: one JSON record per line, see tui/core/containers.py).
+    format: str = PLAIN
 
     @classmethod
     def from_json(cls, data: Fields) -> LogState:
@@ -159,6 +163,7 @@ class LogState:
             first_ts=data.opt_time("first_ts"),
             last_ts=data.opt_time("last_ts"),
             problem=data.opt_string("problem"),
+            format=data.opt_string("format") or PLAIN,
         )
 
 
@@ -186,6 +191,8 @@ class ServiceProbe:
     probe_uid: int | None = None
     #: Why this service could not be probed (the others on the host may have been).
     error: str | None = None
+    #: What ``docker inspect`` said of the service's container (``container:`` services).
+    container: ContainerState | None = None
 
     @classmethod
     def from_json(
@@ -223,6 +230,11 @@ class ServiceProbe:
             hidden_listeners=tuple(h.plain() for h in data.children("hidden_listeners")),
             probe_uid=top.opt_integer("uid"),
             error=data.opt_string("error"),
+            container=(
+                ContainerState.from_json(data.child("container"))
+                if data.opt_child("container") is not None
+                else None
+            ),
         )
 
 
@@ -250,6 +262,9 @@ class Assessment:
     #: Set when the run writes another file than the one at the path (for "follow the writer").
     writer_file: OpenFile | None = None
     utc_offset: int = 0
+    #: The service's container as this probe saw it (``container:`` services): with it,
+    #: the run is the container's (id, StartedAt, RestartCount).
+    container: ContainerState | None = None
 
     @property
     def line(self) -> str:
