@@ -118,10 +118,21 @@ def kill(args):
     header = {"kill_id": args.get("kill_id"), "targets": args["targets"], "port": args.get("port")}
     refused = kill_refusal(args, ProcessView(args.get("client")))
     if refused is not None:
-        log = KillLog(path, header, out_fd=1)
-        log.emit(KILL_REFUSED, reason=refused)
-        log.finish(3)
-        return 3
+        return refuse_kill(path, header, refused)
+    return in_kill_worker(path, header, lambda log: run_kill(args, log))
+
+
+def refuse_kill(path, header, reason, **fields):
+    """Say and record why a kill sends nothing; the mode's exit status."""
+    log = KillLog(path, header, out_fd=1)
+    log.emit(KILL_REFUSED, reason=reason, **fields)
+    log.finish(3)
+    return 3
+
+
+def in_kill_worker(path, header, work):
+    """Run ``work(log)`` in a detached worker that keeps its steps in the kill's record
+    at ``path``, relaying them to stdout while the channel lasts; its exit status."""
     sys.stdout.flush()
     read_fd, write_fd = os.pipe()
     worker = os.fork()
@@ -137,7 +148,7 @@ def kill(args):
             log = KillLog(path, header, out_fd=write_fd)
             log.emit(KILL_STARTED, worker=os.getpid(), record=path if log.saved else None)
             try:
-                status = run_kill(args, log)
+                status = work(log)
             except Exception as error:  # said in the record, never lost with the channel
                 log.emit(KILL_ERROR, message="%s: %s" % (type(error).__name__, error))
             log.finish(status)

@@ -22,6 +22,19 @@ MODE_KILL_RECORD = "kill-record"
 MODE_ALIVE = "alive"
 MODE_LAUNCH = "launch"
 MODE_PREFLIGHT = "preflight"
+#: One action on a service's container through its runtime's CLI (``action``: one of
+#: the CONTAINER_* words below), each after the container's identity is checked again.
+MODE_CONTAINER = "container"
+
+# ------------------------------------------------------------------ container actions
+#: ``docker stop -t GRACE ID``: a kill, with its events and its record as any kill's.
+CONTAINER_STOP = "stop"
+#: ``docker start ID`` of a stopped container.
+CONTAINER_START = "start"
+#: ``docker restart -t GRACE ID`` of a running one.
+CONTAINER_RESTART = "restart"
+#: What ``docker inspect`` says now, and the facts of its log file.
+CONTAINER_INSPECT = "inspect"
 
 # ------------------------------------------------------------------ follow frames
 FRAME_OPENED = "opened"
@@ -51,6 +64,10 @@ KILL_CHANGED = "changed"
 KILL_REFUSED = "refused"
 KILL_ERROR = "error"
 KILL_DONE = "done"
+#: A container kill: the runtime was asked to stop the container (``docker stop``).
+KILL_STOPPING = "stopping"
+#: A container kill: how the container ended (exit code, FinishedAt, OOMKilled).
+KILL_STOPPED = "stopped"
 #: The agent's last event of a kill.
 KILL_FINAL = (KILL_DONE, KILL_REFUSED, KILL_ERROR)
 #: Kinds babysit gives a kill's events itself (the agent never sends them): the channel
@@ -69,6 +86,8 @@ ANSWER_ALIVE = "alive"
 ANSWER_PREFLIGHT = "preflight"
 ANSWER_LAUNCHED = "launched"
 ANSWER_FAILED = "failed"
+#: A container as ``docker inspect`` saw it after a container action.
+ANSWER_CONTAINER = "container"
 
 # ------------------------------------------------------------------ run record states
 #: babysit's last run record of a service, against the host's processes now.

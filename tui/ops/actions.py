@@ -19,14 +19,17 @@ They talk to the host only through :class:`~tui.ops.hostops.HostOps`.
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from tui.config import Host, Service
+from tui.core.containers import ContainerState
 from tui.core.runs import Assessment, Run
 from tui.errors import BabysitError
 from tui.ops import audit
 from tui.ops.audit import Actor, AuditRecord, Identity
+from tui.ops.container_kill import ContainerTarget, KillRefused
 from tui.ops.hostops import HostOps
 from tui.ops.kill import KillTarget
 from tui.ops.kill_outcome import KillEvent, KillOutcome, outcome_of
@@ -45,13 +48,19 @@ NOT_STOPPED = "not relaunched, the old run was not stopped cleanly"
 
 @dataclass(frozen=True)
 class Planned:
-    """The kill of exactly ``target`` is about to begin: SIGTERM, ``grace`` s, SIGKILL."""
+    """The kill of exactly ``target`` is about to begin: SIGTERM, ``grace`` s, SIGKILL
+    (a container's: ``docker stop -t grace`` of its full id)."""
 
-    target: KillTarget
+    target: KillTarget | ContainerTarget
     grace: float
 
     @property
     def text(self) -> str:
+        if isinstance(self.target, ContainerTarget):
+            return (
+                f"stopping {self.target.text}: {self.target.runtime} stop -t "
+                f"{math.ceil(self.grace)} {self.target.id}, once its StartedAt is checked again"
+            )
         children = len(self.target.processes) - 1
         return (
             f"stopping pid {self.target.root_pid} and {children} child process(es): "
@@ -139,15 +148,70 @@ class ServiceActions:
             result=result,
         )
 
-    async def kill(self, run: Run, boot_id: str | None, *, grace: float) -> AsyncIterator[Step]:
-        """The guarded kill of exactly ``run`` (as confirmed, on boot ``boot_id``)."""
+    async def kill(
+        self,
+        run: Run | None,
+        boot_id: str | None,
+        *,
+        grace: float,
+        container: ContainerState | None = None,
+    ) -> AsyncIterator[Step]:
+        """The guarded kill of exactly ``run`` (as confirmed, on boot ``boot_id``); of a
+        container service, the stop of its ``container`` run as confirmed."""
+        if self.service.container is not None:
+            async for step in self.kill_container(container, run, grace=grace, boot_id=boot_id):
+                yield step
+            return
+        if run is None:
+            raise KillRefused(f"{self.service.label}: no run to kill; nothing was signalled")
         target = KillTarget.of(run, boot_id or "", self.service)
-        identity = Identity.of_run(run, boot_id)
-        command = run.root.cmdline
+        async for step in self._kill(
+            target, Identity.of_run(run, boot_id), run.root.cmdline, grace=grace
+        ):
+            yield step
+
+    async def kill_container(
+        self,
+        container: ContainerState | None,
+        run: Run | None,
+        *,
+        grace: float,
+        boot_id: str | None = None,
+    ) -> AsyncIterator[Step]:
+        """``docker stop`` of the container's run as confirmed (``container``, with the
+        host processes of ``run`` when the probe saw them)."""
+        if container is None or not container.found or not container.id:
+            why = container.problem if container is not None else None
+            message = (
+                f"{self.service.label}: babysit cannot tell which run of container "
+                f"{self.service.container} to stop ({why or 'its state was not read'}); "
+                "nothing was stopped"
+            )
+            await self._audit("kill", Identity(), None, message, ok=False)
+            raise KillRefused(message)
+        target = ContainerTarget.of(container, run, self.service)
+        identity = Identity.of_container(container, run, boot_id)
+        command = run.root.cmdline if run is not None else None
+        async for step in self._kill(target, identity, command, grace=grace):
+            yield step
+
+    async def _kill(
+        self,
+        target: KillTarget | ContainerTarget,
+        identity: Identity,
+        command: Sequence[str] | None,
+        *,
+        grace: float,
+    ) -> AsyncIterator[Step]:
         yield Planned(target, grace)
         events: list[KillEvent] = []
+        stream = (
+            self.ops.stop_container(target, grace=grace)
+            if isinstance(target, ContainerTarget)
+            else self.ops.kill(target, grace=grace)
+        )
         try:
-            async for event in self.ops.kill(target, grace=grace):
+            async for event in stream:
                 events.append(event)
                 yield event
         except GeneratorExit:

@@ -4,7 +4,8 @@ Every record has the same keys, whatever the action (kill, relaunch, wait) and
 however it ended (done, refused, failed, the connection lost): ``time``,
 ``user``, ``host``, ``service``, ``action``, ``actor`` (``cli`` or ``screen``),
 ``identity`` (``boot_id``, ``pid``, ``start_ticks``, ``run_id``; each null when
-unknown), ``command`` (the argv, its secrets redacted; null when there is none),
+unknown; a container's run has ``run_id`` ``<full id>@<StartedAt, UTC>``),
+``command`` (the argv, its secrets redacted; null when there is none),
 ``ok`` and ``result`` (in words).
 
 The log is ``$BABYSIT_STATE/actions.jsonl`` (by default
@@ -25,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from tui.core.containers import ContainerState
 from tui.core.runs import Run
 from tui.core.secrets import redact_argv
 
@@ -32,6 +34,8 @@ from tui.core.secrets import redact_argv
 Actor = Literal["cli", "screen"]
 #: Where the audit log lives when $BABYSIT_STATE is not set.
 DEFAULT_STATE = "~/.local/state/babysit"
+#: How a container's StartedAt is written in its run id.
+UTC_STAMP = "%Y-%m-%dT%H:%M:%SZ"
 #: The audit log's name in the state folder.
 LOG_NAME = "actions.jsonl"
 
@@ -54,6 +58,20 @@ class Identity:
     def of_run(cls, run: Run, boot_id: str | None) -> Identity:
         """A run the probe saw (its root process); the probe does not know its run id."""
         return cls(boot_id or None, run.root.pid, run.root.start_ticks)
+
+    @classmethod
+    def of_container(
+        cls, container: ContainerState, run: Run | None, boot_id: str | None
+    ) -> Identity:
+        """A container's run: its first process, and ``<full id>@<StartedAt>`` as run id."""
+        started = container.started_at
+        at = "never" if started is None else time.strftime(UTC_STAMP, time.gmtime(started))
+        return cls(
+            boot_id or None,
+            container.pid or (run.root.pid if run is not None else None),
+            run.root.start_ticks if run is not None else None,
+            f"{container.id}@{at}",
+        )
 
     def to_json(self) -> dict[str, object]:
         return {

@@ -12,8 +12,10 @@ from collections.abc import AsyncIterator
 from typing import Protocol
 
 from tui.config import Service
+from tui.ops import container_kill
 from tui.ops import kill as kill_ops
 from tui.ops import relaunch as relaunch_ops
+from tui.ops.container_kill import ContainerTarget
 from tui.ops.kill import KillTarget
 from tui.ops.kill_outcome import KillEvent
 from tui.ops.relaunch import DEFAULT_TIMEOUT, Launched, WaitProgress, WaitResult
@@ -29,6 +31,10 @@ class HostOps(Protocol):
 
     def kill(self, target: KillTarget, *, grace: float) -> AsyncIterator[KillEvent]:
         """Signal exactly ``target``; each step, the last one ``done`` (or ``refused``)."""
+        ...
+
+    def stop_container(self, target: ContainerTarget, *, grace: float) -> AsyncIterator[KillEvent]:
+        """``docker stop`` exactly ``target``'s run; each step, as a kill's."""
         ...
 
     async def launch(self) -> Launched:
@@ -56,6 +62,9 @@ class TransportOps:
 
     def kill(self, target: KillTarget, *, grace: float) -> AsyncIterator[KillEvent]:
         return kill_ops.kill_run(self.transport, target, grace=grace)
+
+    def stop_container(self, target: ContainerTarget, *, grace: float) -> AsyncIterator[KillEvent]:
+        return container_kill.stop_container(self.transport, target, grace=grace)
 
     async def launch(self) -> Launched:
         return await relaunch_ops.launch(self.transport, self.service)

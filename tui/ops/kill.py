@@ -44,6 +44,8 @@ from tui.agent.protocol import (
     KILL_REFUSED,
     KILL_SIGNALLED,
     KILL_STARTED,
+    KILL_STOPPED,
+    KILL_STOPPING,
     KILL_UNKNOWN,
     MODE_KILL,
     MODE_KILL_RECORD,
@@ -54,7 +56,7 @@ from tui.core.launch.argv import FlagSet
 from tui.core.runs import Run
 from tui.engines import GENERIC
 from tui.errors import BabysitError, TransportError, UsageError
-from tui.ops.kill_outcome import KillEvent
+from tui.ops.kill_outcome import KillEvent, stopped_words
 from tui.remote.agentcall import run_agent, stream_agent
 from tui.remote.probe import host_state_dir
 from tui.remote.transport import RemoteProcess, Transport, last_line
@@ -182,6 +184,15 @@ async def kill_run(
     ``refused`` (``unknown`` when the channel was lost and the end could not be read back)."""
     check_grace(grace)
     request = kill_request(target, grace, kill_id or new_kill_id())
+    async for event in stream_kill(transport, request, grace=grace):
+        yield event
+
+
+async def stream_kill(
+    transport: Transport, request: dict[str, object], *, grace: float
+) -> AsyncIterator[KillEvent]:
+    """The steps of the kill ``request`` (a process kill or a container's stop) as the
+    host runs it; when the channel is lost, its end read back from the kill's record."""
     seen: set[int] = set()
     path = record_path(request)
     finished = False
@@ -331,6 +342,10 @@ def _event(data: Fields) -> KillEvent:
         message = data.opt_string("reason") or "refused, with no reason given"
     elif kind == KILL_ERROR:
         message = f"the kill failed on the host: {data.opt_string('message')}"
+    elif kind == KILL_STOPPING:
+        message = f"asked the runtime: {' '.join(data.strings('command'))}"
+    elif kind == KILL_STOPPED:
+        message = stopped_words(data.plain())
     elif kind == KILL_DONE:
         message = "done"
     else:

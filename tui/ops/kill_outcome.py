@@ -7,6 +7,7 @@ kill into a :class:`KillOutcome`, which says the end in words and as an exit sta
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -17,10 +18,12 @@ from tui.agent.protocol import (
     KILL_LOST,
     KILL_REFUSED,
     KILL_SIGNALLED,
+    KILL_STOPPED,
     KILL_UNKNOWN,
 )
 
 if TYPE_CHECKING:
+    from tui.ops.container_kill import ContainerTarget
     from tui.ops.kill import KillTarget
 
 
@@ -49,6 +52,8 @@ class KillOutcome:
     interrupted: str | None = None
     #: The end of the kill could not be read back: what babysit knows, and where it is.
     unknown: str | None = None
+    #: A container's stop: how the container ended (its ``stopped`` event's fields).
+    stopped: dict[str, object] | None = None
 
     @property
     def gpu_held(self) -> list[dict[str, object]]:
@@ -63,6 +68,7 @@ class KillOutcome:
             and not self.changed
             and not self.remaining
             and not self.gpu_held
+            and not (self.stopped or {}).get("running")
         )
 
     @property
@@ -75,7 +81,7 @@ class KillOutcome:
             return 2
         return 0 if self.ok else 1
 
-    def summary(self, target: KillTarget, port: int | None) -> str:
+    def summary(self, target: KillTarget | ContainerTarget, port: int | None) -> str:
         if self.refused:
             return self.refused
         if self.unknown:
@@ -94,7 +100,9 @@ class KillOutcome:
             )
         if self.remaining:
             parts.append(f"still running after SIGKILL: {', '.join(map(str, self.remaining))}")
-        if not parts:
+        if self.stopped is not None:
+            parts.insert(0, f"{target.text}: {stopped_words(self.stopped)}")
+        elif not parts:
             parts.append(
                 f"pid {target.root_pid} and {len(target.processes) - 1} child process(es) are gone"
             )
@@ -113,6 +121,28 @@ class KillOutcome:
                 "host's record"
             )
         return "; ".join(parts)
+
+
+def stopped_words(stopped: dict[str, object]) -> str:
+    """How a container ended, from its kill's ``stopped`` event: its state, exit code,
+    FinishedAt (UTC) and whether the kernel's OOM killer ended it."""
+    if not stopped.get("found"):
+        return "the container is gone (removed at its exit: --rm)"
+    if stopped.get("running"):
+        return f"the container is still running (status {stopped.get('status')})"
+    finished = stopped.get("finished_at")
+    at = (
+        f" at {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(finished))}"
+        if isinstance(finished, int | float)
+        else ""
+    )
+    how = "had already stopped" if stopped.get("already") else "stopped"
+    oom = "OOM-killed" if stopped.get("oom_killed") else "not OOM-killed"
+    error = f", error: {stopped['error']}" if stopped.get("error") else ""
+    return (
+        f"the container {how} ({stopped.get('status')}): exit code "
+        f"{stopped.get('exit_code')}{at}, {oom}{error}"
+    )
 
 
 def _gpu_words(gpu: dict[str, object] | None) -> str | None:
@@ -153,6 +183,8 @@ def outcome_of(events: list[KillEvent]) -> KillOutcome:
             outcome.interrupted = str(event.data.get("reason") or event.message)
         elif event.kind in (KILL_UNKNOWN, KILL_ERROR):
             outcome.unknown = event.message
+        elif event.kind == KILL_STOPPED:
+            outcome.stopped = dict(event.data)
         elif event.kind == KILL_DONE:
             outcome.remaining = list(event.data.get("remaining") or [])  # type: ignore[arg-type]
             outcome.port_owners = list(event.data.get("port_owners") or [])  # type: ignore[arg-type]
