@@ -44,7 +44,7 @@ def launch(args):
     is the one recorded. The parent writes the run record and exits at once: the
     server keeps running when the channel (ssh, pct exec) closes.
     """
-    log = args["log"]
+    log = os.path.expanduser(args["log"])
     rotated = rotate_log(log, int(args.get("keep", 5))) if args.get("rotate", True) else None
     log_dir = os.path.dirname(log)
     if log_dir and not os.path.isdir(log_dir):

@@ -30,10 +30,19 @@ from tui.errors import BabysitError
 from tui.ops import audit
 from tui.ops.audit import Actor, AuditRecord, Identity
 from tui.ops.container_kill import ContainerTarget, KillRefused
+from tui.ops.container_relaunch import check_container
 from tui.ops.hostops import HostOps
 from tui.ops.kill import KillTarget
 from tui.ops.kill_outcome import KillEvent, KillOutcome, outcome_of
-from tui.ops.relaunch import Launched, WaitProgress, WaitResult, check_preconditions
+from tui.ops.relaunch import (
+    Launched,
+    LaunchRefused,
+    WaitProgress,
+    WaitResult,
+    check_preconditions,
+    check_resources,
+    started_words,
+)
 
 #: A new look at the service (a probe), taken right before a launch.
 Fresh = Callable[[], Awaitable[Assessment]]
@@ -225,22 +234,26 @@ class ServiceActions:
         await self._audit("kill", identity, command, summary, ok=outcome.ok)
         yield Finished("kill", outcome.ok, summary, outcome.exit_status, kill=outcome)
 
-    async def relaunch(self, fresh: Fresh, *, wait: bool = True) -> AsyncIterator[Step]:
+    async def relaunch(
+        self,
+        fresh: Fresh,
+        *,
+        wait: bool = True,
+        container: ContainerState | None = None,
+        grace: float | None = None,
+    ) -> AsyncIterator[Step]:
         """Check again (``fresh``), launch, and with ``wait`` follow the new run until it
-        is ready, fails or the wait times out."""
-        spec = self.service.launch
+        is ready, fails or the wait times out. A container service without ``launch:``
+        starts its stopped container; with ``container`` (the run confirmed, to replace)
+        it restarts that run (``grace``: the stop's)."""
         yield Checking()
         try:
-            assessment = await fresh()
-            checks = await self.ops.preflight()
-            check_preconditions(self.service, assessment, checks, replacing=False)
-            launched = await self.ops.launch()
+            launched = await self._start(fresh, container, grace)
         except (Exception, asyncio.CancelledError) as error:
-            command = None if spec is None else spec.command
-            await self._audit("relaunch", Identity(), command, describe(error), ok=False)
+            await self._audit("relaunch", Identity(), self._command(), describe(error), ok=False)
             raise
         identity = Identity(launched.boot_id, launched.pid, launched.start_ticks, launched.run_id)
-        started = f"started pid {launched.pid}"
+        started = started_words(launched)
         await self._audit("relaunch", identity, launched.argv, started, ok=True)
         yield launched
         if not wait:
@@ -267,14 +280,55 @@ class ServiceActions:
         status = DONE if ok else NOT_DONE
         yield Finished("relaunch", ok, reason, status, launched=launched, wait=result)
 
+    def _command(self) -> tuple[str, ...] | None:
+        spec = self.service.launch
+        return None if spec is None else spec.command
+
+    async def _start(
+        self, fresh: Fresh, confirmed: ContainerState | None, grace: float | None
+    ) -> Launched:
+        """The new run: the service's ``launch:``, or its container started (restarted
+        when ``confirmed`` runs), once the checks allow it."""
+        service = self.service
+        assessment = await fresh()
+        if service.container is None or service.launch is not None:
+            checks = await self.ops.preflight()
+            check_preconditions(service, assessment, checks, replacing=False)
+            return await self.ops.launch()
+        seen = confirmed or assessment.container or await self.ops.container_state()
+        container = check_container(service, seen)
+        target = ContainerTarget.of(container, assessment.run, service)
+        if target.running and confirmed is None:
+            raise LaunchRefused(
+                f"{service.label}: {target.text} is running; use --replace (R) to restart it"
+            )
+        if not target.running:
+            check_resources(service, await self.ops.preflight())
+        return await self.ops.start_container(target, grace=grace or service.stop_grace)
+
     async def replace(
-        self, run: Run | None, boot_id: str | None, fresh: Fresh, *, grace: float, wait: bool = True
+        self,
+        run: Run | None,
+        boot_id: str | None,
+        fresh: Fresh,
+        *,
+        grace: float,
+        wait: bool = True,
+        container: ContainerState | None = None,
     ) -> AsyncIterator[Step]:
         """Kill ``run`` (when there is one), then relaunch — only when the kill ended
-        cleanly; else the last step is the replace's own :class:`Finished`, not ok."""
-        if run is not None:
+        cleanly; else the last step is the replace's own :class:`Finished`, not ok.
+
+        A container service without ``launch:`` restarts the ``container`` run confirmed
+        (``docker restart``, after its identity is checked again) in one step."""
+        if self.service.container is not None and self.service.launch is None:
+            async for step in self.relaunch(fresh, wait=wait, container=container, grace=grace):
+                yield step
+            return
+        running = container is not None and container.found and container.running
+        if run is not None or running:
             stopped: Finished | None = None
-            async for step in self.kill(run, boot_id, grace=grace):
+            async for step in self.kill(run, boot_id, grace=grace, container=container):
                 if isinstance(step, Finished):
                     stopped = step
                 yield step

@@ -45,6 +45,13 @@ def who() -> str:
     return f"{getpass.getuser()}@{socket.gethostname()}"
 
 
+def container_run_id(container: ContainerState) -> str:
+    """A container's run as one word: ``<full id>@<StartedAt, UTC>``."""
+    started = container.started_at
+    at = "never" if started is None else time.strftime(UTC_STAMP, time.gmtime(started))
+    return f"{container.id}@{at}"
+
+
 @dataclass(frozen=True)
 class Identity:
     """Which run an action was about; a field is None when it is not known."""
@@ -64,13 +71,11 @@ class Identity:
         cls, container: ContainerState, run: Run | None, boot_id: str | None
     ) -> Identity:
         """A container's run: its first process, and ``<full id>@<StartedAt>`` as run id."""
-        started = container.started_at
-        at = "never" if started is None else time.strftime(UTC_STAMP, time.gmtime(started))
         return cls(
             boot_id or None,
             container.pid or (run.root.pid if run is not None else None),
             run.root.start_ticks if run is not None else None,
-            f"{container.id}@{at}",
+            container_run_id(container),
         )
 
     def to_json(self) -> dict[str, object]:

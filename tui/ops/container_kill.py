@@ -50,6 +50,8 @@ class ContainerTarget:
     port: int | None = None
     gpus: tuple[int, ...] = ()
     record_dir: str | None = None
+    #: Whether it ran then (a restart of it, not a start).
+    running: bool = False
 
     @classmethod
     def of(cls, container: ContainerState, run: Run | None, service: Service) -> ContainerTarget:
@@ -65,6 +67,7 @@ class ContainerTarget:
             service.port,
             tuple(service.gpus),
             f"{host_state_dir()}/{service.name}",
+            container.running or container.restarting or container.paused,
         )
 
     @property

@@ -12,7 +12,8 @@ from collections.abc import AsyncIterator
 from typing import Protocol
 
 from tui.config import Service
-from tui.ops import container_kill
+from tui.core.containers import ContainerState
+from tui.ops import container_kill, container_relaunch
 from tui.ops import kill as kill_ops
 from tui.ops import relaunch as relaunch_ops
 from tui.ops.container_kill import ContainerTarget
@@ -39,6 +40,14 @@ class HostOps(Protocol):
 
     async def launch(self) -> Launched:
         """Start the service's ``launch:`` command; the new run as recorded on the host."""
+        ...
+
+    async def container_state(self) -> ContainerState:
+        """What ``docker inspect`` says of the service's container now."""
+        ...
+
+    async def start_container(self, target: ContainerTarget, *, grace: float) -> Launched:
+        """``docker start`` (stopped) or ``docker restart`` (running) of ``target``'s run."""
         ...
 
     def wait_ready(self, launched: Launched) -> AsyncIterator[WaitProgress | WaitResult]:
@@ -69,7 +78,18 @@ class TransportOps:
     async def launch(self) -> Launched:
         return await relaunch_ops.launch(self.transport, self.service)
 
+    async def container_state(self) -> ContainerState:
+        return await container_relaunch.inspect(self.transport, self.service)
+
+    async def start_container(self, target: ContainerTarget, *, grace: float) -> Launched:
+        return await container_relaunch.start(self.transport, self.service, target, grace=grace)
+
     def wait_ready(self, launched: Launched) -> AsyncIterator[WaitProgress | WaitResult]:
+        lines = (
+            container_relaunch.container_lines(self.transport, self.service, launched)
+            if launched.container is not None
+            else None
+        )
         return relaunch_ops.wait_ready(
-            self.transport, self.service, launched, timeout=self.wait_timeout
+            self.transport, self.service, launched, timeout=self.wait_timeout, lines=lines
         )

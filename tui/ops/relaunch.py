@@ -25,6 +25,7 @@ from typing import TypeVar
 from tui.agent.protocol import ANSWER_LAUNCHED, MODE_ALIVE, MODE_LAUNCH, MODE_PREFLIGHT
 from tui.config import Service
 from tui.core.answers import AnswerError, Fields, decode
+from tui.core.containers import ContainerState
 from tui.core.follow import Start
 from tui.core.logcursor import EventKind, EventRow, LogCursor, LogLine
 from tui.core.runs import Assessment
@@ -41,6 +42,8 @@ from tui.remote.transport import Transport
 T = TypeVar("T")
 
 DEFAULT_TIMEOUT = 20 * 60.0
+#: The output of a launch that has no log: of its own, in the service's records folder.
+LAUNCH_LOG = "launch.log"
 
 
 def failure_lines(engine: object) -> tuple[str, ...]:
@@ -85,10 +88,24 @@ class Launched:
     launch_offset: int
     argv: tuple[str, ...]
     rotated_to: str | None
+    #: A container's run: the container as inspected right after the action (its first
+    #: process is ``pid``; its json-file ``log``; its lines count from its StartedAt).
+    container: ContainerState | None = None
 
     @property
     def anchor(self) -> LogCursor:
         return LogCursor(self.dev, self.inode, self.launch_offset)
+
+
+def started_words(launched: Launched) -> str:
+    """What a launch started, in a few words."""
+    state = launched.container
+    if state is None:
+        return f"started pid {launched.pid}"
+    return (
+        f"ran {' '.join(launched.argv)}: container {state.name} ({state.short_id}) runs "
+        f"again as pid {launched.pid}, restart count {state.restart_count}"
+    )
 
 
 @dataclass
@@ -106,7 +123,7 @@ class WaitResult:
     last_lines: list[str] = field(default_factory=list)
 
 
-async def _action(
+async def ask(
     transport: Transport,
     args: dict[str, object],
     read: Callable[[Fields], T],
@@ -145,6 +162,12 @@ def check_preconditions(
         )
     if assessment.others and not replacing:
         raise LaunchRefused(f"{service.label}: {assessment.line}")
+    check_resources(service, preflight)
+
+
+def check_resources(service: Service, preflight: dict) -> None:
+    """Raise LaunchRefused when the service's port is taken or its GPUs hold memory of
+    other processes."""
     owners = preflight.get("port_owners") or []
     if service.port and owners:
         raise LaunchRefused(
@@ -165,7 +188,7 @@ def check_preconditions(
 async def preflight(transport: Transport, service: Service) -> dict:
     """Who holds the port and the service's GPUs: ``port_owners`` (pids), ``gpus`` (index
     → uuid) and ``gpu_apps`` (what nvidia-smi lists; None when it did not answer)."""
-    return await _action(
+    return await ask(
         transport,
         {"mode": MODE_PREFLIGHT, "port": service.port, "gpus": list(service.gpus)},
         _preflight,
@@ -206,7 +229,9 @@ async def launch(transport: Transport, service: Service, *, keep: int | None = N
         "shown_argv": list(shown),
         "cwd": service.launch.cwd,
         "env": dict(service.launch.env),
-        "log": service.log,
+        # A container-only service's launch (a ``docker run …``) writes its own output
+        # beside its run records.
+        "log": service.log or f"{host_state_dir()}/{service.name}/{LAUNCH_LOG}",
         "keep": service.keep_logs if keep is None else keep,
         "record_dir": f"{host_state_dir()}/{service.name}",
         "run_id": uuid.uuid4().hex[:12],
@@ -231,7 +256,7 @@ async def launch(transport: Transport, service: Service, *, keep: int | None = N
         )
 
     # The host started something, maybe: an unreadable answer cannot say what. Never a guess.
-    return await _action(
+    return await ask(
         transport,
         args,
         launched,
@@ -241,11 +266,31 @@ async def launch(transport: Transport, service: Service, *, keep: int | None = N
 
 
 async def is_alive(transport: Transport, launched: Launched) -> bool:
-    return await _action(
+    return await ask(
         transport,
         {"mode": MODE_ALIVE, "pid": launched.pid, "start_ticks": launched.start_ticks},
         lambda answer: answer.flag("alive"),
         what="whether the new run lives",
+    )
+
+
+@dataclass(frozen=True)
+class RunLines:
+    """Where a new run's lines are (``path``, read from the launch's anchor), which of
+    them are its own (``text``: the line's text, or None), and whether it still lives."""
+
+    path: str
+    text: Callable[[LogLine], str | None]
+    alive: Callable[[], Awaitable[bool]]
+
+
+def process_lines(transport: Transport, launched: Launched) -> RunLines:
+    """A process run's lines: the launch log's, in the launched file only; alive while
+    its pid has its start time."""
+    return RunLines(
+        launched.log,
+        lambda row: row.text if row.inode == launched.inode else None,
+        lambda: is_alive(transport, launched),
     )
 
 
@@ -256,24 +301,21 @@ async def wait_ready(
     *,
     timeout: float = DEFAULT_TIMEOUT,
     tick: float = 1.0,
+    lines: RunLines | None = None,
 ) -> AsyncIterator[WaitProgress | WaitResult]:
-    """Follow this run's bytes only; yield progress, then one WaitResult."""
-    ready = ready_patterns(service)
-    failures = failure_lines(service.engine)
+    """Follow this run's bytes only (``lines``; by default the process run's); yield
+    progress, then one WaitResult."""
+    own = lines or process_lines(transport, launched)
+    ready, failures = ready_patterns(service), failure_lines(service.engine)
     telling, phases = telling_lines(service.engine), phases_of(service.engine)
     started = time.monotonic()
     follower = Follower(
-        transport, service.log, label=service.label, start=Start(cursor=launched.anchor)
+        transport, own.path, label=service.label, start=Start(cursor=launched.anchor)
     )
     last_lines: deque[str] = deque(maxlen=30)
     phase = "starting"
     queue: asyncio.Queue[list] = asyncio.Queue()
-
-    async def pump() -> None:
-        async for batch in follower.rows():
-            await queue.put(batch)
-
-    reader = asyncio.create_task(pump())
+    reader = asyncio.create_task(_pump(follower, queue))
     next_alive = started + tick
     try:
         while True:
@@ -295,35 +337,29 @@ async def wait_ready(
                     if row.event.kind in (EventKind.REPLACED, EventKind.TRUNCATED):
                         last_lines.append(f"[{row.event.message}]")
                     continue
-                if not isinstance(row, LogLine) or row.inode != launched.inode:
+                text = own.text(row) if isinstance(row, LogLine) else None
+                if text is None:
                     continue
-                last_lines.append(row.text)
+                last_lines.append(text)
                 for needle, name in phases:
-                    if needle in row.text:
+                    if needle in text:
                         phase = name
-                if ready and any(p in row.text for p in ready):
+                if ready and any(p in text for p in ready):
                     yield WaitResult(
-                        True, f"ready: {row.text}", time.monotonic() - started, list(last_lines)
+                        True, f"ready: {text}", time.monotonic() - started, list(last_lines)
                     )
                     return
-                failure = next((p for p in failures if p in row.text), None)
+                failure = next((p for p in failures if p in text), None)
                 if failure is not None:
                     # Let the rest of the traceback (and the death) arrive before reporting.
-                    last_lines.extend(
-                        r.text
-                        for r in batch[index + 1 :]
-                        if isinstance(r, LogLine) and r.inode == launched.inode
-                    )
+                    later = (own.text(r) for r in batch[index + 1 :] if isinstance(r, LogLine))
+                    last_lines.extend(t for t in later if t is not None)
                     await _drain(
-                        queue,
-                        last_lines,
-                        launched,
-                        until=time.monotonic() + 3.0,
-                        stop=lambda: is_alive(transport, launched),
+                        queue, last_lines, own, until=time.monotonic() + 3.0, stop=own.alive
                     )
                     cause = next(
                         (line for line in last_lines if any(p in line for p in telling)),
-                        row.text,
+                        text,
                     )
                     yield WaitResult(
                         False, f"failed: {cause}", time.monotonic() - started, list(last_lines)
@@ -331,23 +367,10 @@ async def wait_ready(
                     return
             if time.monotonic() >= next_alive:
                 next_alive = time.monotonic() + tick
-                if not await is_alive(transport, launched):
-                    await _drain(queue, last_lines, launched, until=time.monotonic() + 0.5)
-                    # Its last lines may say why (they can arrive after the death is seen).
-                    cause = next(
-                        (line for line in last_lines if any(p in line for p in telling)),
-                        None,
-                    ) or next(
-                        (line for line in last_lines if any(p in line for p in failures)), None
-                    )
-                    yield WaitResult(
-                        False,
-                        f"failed: {cause}"
-                        if cause
-                        else f"pid {launched.pid} exited before it was ready",
-                        time.monotonic() - started,
-                        list(last_lines),
-                    )
+                if not await own.alive():
+                    await _drain(queue, last_lines, own, until=time.monotonic() + 0.5)
+                    why = _death(last_lines, telling, failures, launched)
+                    yield WaitResult(False, why, time.monotonic() - started, list(last_lines))
                     return
                 yield WaitProgress(
                     time.monotonic() - started, phase, last_lines[-1] if last_lines else None
@@ -357,10 +380,32 @@ async def wait_ready(
         await asyncio.gather(reader, return_exceptions=True)
 
 
+async def _pump(follower: Follower, queue: asyncio.Queue[list]) -> None:
+    async for batch in follower.rows():
+        await queue.put(batch)
+
+
+def _death(
+    last_lines: deque[str], telling: tuple[str, ...], failures: tuple[str, ...], run: Launched
+) -> str:
+    """Why a run died before it was ready: its last lines may say (they can arrive after
+    the death is seen), else that it exited."""
+    cause = next((x for x in last_lines if any(p in x for p in telling)), None) or next(
+        (x for x in last_lines if any(p in x for p in failures)), None
+    )
+    if cause:
+        return f"failed: {cause}"
+    if run.container is not None:
+        return (
+            f"container {run.container.name} ({run.container.short_id}) stopped before it was ready"
+        )
+    return f"pid {run.pid} exited before it was ready"
+
+
 async def _drain(
     queue: asyncio.Queue[list],
     last_lines: deque[str],
-    launched: Launched,
+    own: RunLines,
     *,
     until: float,
     stop: Callable[[], Awaitable[bool]] | None = None,
@@ -375,5 +420,6 @@ async def _drain(
                 until = min(until, time.monotonic() + 0.3)
             continue
         for row in batch:
-            if isinstance(row, LogLine) and row.inode == launched.inode:
-                last_lines.append(row.text)
+            text = own.text(row) if isinstance(row, LogLine) else None
+            if text is not None:
+                last_lines.append(text)
