@@ -125,3 +125,27 @@ def _audit_log() -> str:
     from tui.ops.audit import log_path
 
     return log_path()
+
+
+async def test_the_confirm_and_the_cli_name_the_container_run(dockerd: Dockerd) -> None:
+    from tui.app.screens.confirm import container_kill_plan, relaunch_plan
+    from tui.commands.kill import container_text
+
+    port = free_port()
+    state = start_sim(dockerd, "confirm-sim", port)
+    host, service = container_service("confirm-sim", port)
+    a = dataclasses.replace(seen(host, service, state), checked_at=state.started_at or 0.0)
+    plan = container_kill_plan(service, a, state).text()
+    assert "container: confirm-sim (" + state.short_id + ")" in plan
+    assert "image: babysit-test:empty" in plan
+    assert f"PIDs: {state.pid}" in plan
+    assert f"stop: docker stop -t 30 {state.id}" in plan
+    assert "GPU memory: checking" in plan
+    words = container_text(a, state, None)
+    assert f"container confirm-sim ({state.short_id}), image babysit-test:empty" in words
+    assert f"pids {state.pid}" in words and "GPU memory: not read" in words
+    # A running container without launch: is restarted (replace); a stopped one started.
+    assert f"command: docker restart -t 30 {state.id}" in relaunch_plan(service, None, a).text()
+    dockerd.docker("stop", "-t", "5", "confirm-sim")
+    stopped = dataclasses.replace(a, container=state_of("confirm-sim"))
+    assert f"command: docker start {state.id}" in relaunch_plan(service, None, stopped).text()

@@ -1,6 +1,9 @@
 """`babysit kill HOST/SERVICE --pid PID`: stop the verified run, and only it.
 
-``--pid`` must be the pid of the run babysit sees now: you confirm what you saw.
+``--pid`` must be the pid of the run babysit sees now: you confirm what you saw. For a
+container service it is the container's first process (``State.Pid``), and the kill is
+``docker stop`` of that run of the container by its full id, refused when the
+container was restarted since (exit 2).
 Progress goes to stderr (or JSON lines with ``--json``). Exit 0 only when every
 process of the run is gone, the port closed and the service's GPUs hold no memory;
 1 when something is left; 2 when the kill was refused (nothing was signalled); 3 when
@@ -13,12 +16,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from datetime import datetime, timedelta, timezone
 
 from tui.agent.protocol import KILL_DONE, KILL_REFUSED, KILL_UNKNOWN
 from tui.cli import add_config_option, add_json_option
 from tui.commands import say
 from tui.commands.ui import resolve
 from tui.config import Host, Service
+from tui.core.containers import ContainerState
+from tui.core.gpu import ServiceGpus
+from tui.core.runs import Assessment
+from tui.core.units import human_age
 from tui.errors import UsageError
 from tui.hostsfile import load_config
 from tui.ops.actions import Finished, Planned
@@ -67,7 +75,18 @@ async def _kill(host: Host, service: Service, pid: int, grace: float, *, json_ou
         session = sessions.session(host, service)
         assessment = await session.fresh()
         run = assessment.run
-        if run is None or run.root.pid != pid:
+        container = None
+        if service.container is not None:
+            container = _check_container(service, assessment, pid)
+            gpus = session.report(assessment.checked_at).gpus
+            say(
+                json_out,
+                "confirm",
+                f"{service.label}: {container_text(assessment, container, gpus)}",
+                container=container.to_json(),
+                pids=list(container.pids),
+            )
+        elif run is None or run.root.pid != pid:
             seen = f"pid {run.root.pid}" if run else "no run"
             raise UsageError(
                 f"{service.label}: pid {pid} is not the run babysit sees ({seen}; "
@@ -75,9 +94,11 @@ async def _kill(host: Host, service: Service, pid: int, grace: float, *, json_ou
             )
         actions = session.actions("cli")
         status = 1
-        async for step in actions.kill(run, assessment.boot_id, grace=grace):
+        steps = actions.kill(run, assessment.boot_id, grace=grace, container=container)
+        async for step in steps:
             if isinstance(step, Planned):
-                say(json_out, "plan", f"{service.label}: {step.text}", pids=list(run.pids))
+                pids = list(container.pids if container is not None else run.pids if run else ())
+                say(json_out, "plan", f"{service.label}: {step.text}", pids=pids)
             elif isinstance(step, KillEvent) and step.kind not in QUIET:
                 say(
                     json_out,
@@ -92,3 +113,51 @@ async def _kill(host: Host, service: Service, pid: int, grace: float, *, json_ou
         return status
     finally:
         await sessions.close()
+
+
+def _check_container(service: Service, assessment: Assessment, pid: int) -> ContainerState:
+    """The container's run seen now, or a UsageError unless ``pid`` is its first process."""
+    container = assessment.container
+    if container is None or not container.found or not container.id:
+        why = container.problem if container is not None else None
+        raise UsageError(
+            f"{service.label}: babysit cannot tell which run of container {service.container} "
+            f"to stop ({why or assessment.line}); nothing was stopped"
+        )
+    if pid not in (container.pid, *container.pids[:1]):
+        raise UsageError(
+            f"{service.label}: pid {pid} is not the run of container {container.name} babysit "
+            f"sees (its first process is pid {container.pid or 'none'}, status "
+            f"{container.status}); nothing was stopped"
+        )
+    return container
+
+
+def container_text(a: Assessment, container: ContainerState, gpus: ServiceGpus | None) -> str:
+    """The container's run the kill stops: name, short id, image, StartedAt, its PIDs
+    and their GPU memory (from the report's GPUs)."""
+    started = container.started_at
+    when = (
+        "never started"
+        if started is None
+        else f"started {_host_clock(a, started)} on the host's clock "
+        f"({human_age(a.checked_at - started)} ago)"
+    )
+    return (
+        f"container {container.name} ({container.short_id}), image {container.image or '?'}, "
+        f"{when}, restart count {container.restart_count}; pids "
+        f"{', '.join(map(str, container.pids)) or 'none seen'}; GPU memory: {_gpu(gpus)}"
+    )
+
+
+def _host_clock(a: Assessment, ts: float) -> str:
+    zone = timezone(timedelta(seconds=a.utc_offset))
+    return datetime.fromtimestamp(ts, zone).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _gpu(gpus: ServiceGpus | None) -> str:
+    if gpus is None:
+        return "not read"
+    if gpus.memory is not None:
+        return f"{gpus.memory:g} MiB held by pids {', '.join(map(str, gpus.pids))}"
+    return gpus.note

@@ -2,6 +2,9 @@
 
 Refuses (exit 2) when a run is there (unless ``--replace``, which kills it
 first), when the port is taken, or when its GPUs hold other processes' memory.
+A container service without ``launch:`` is started again with ``docker start`` of its
+stopped container (``--replace``: ``docker restart`` of the running one), each after
+the container's StartedAt is checked again; what ran is said.
 The old log is renamed, never deleted. With ``--wait`` it follows this run's
 own bytes until the ready line (exit 0), a failure line or the process's death
 (exit 1), or the timeout (exit 1).
@@ -22,7 +25,7 @@ from tui.errors import UsageError
 from tui.hostsfile import load_config
 from tui.ops.actions import NOT_DONE, Finished, Planned
 from tui.ops.kill import check_grace
-from tui.ops.relaunch import DEFAULT_TIMEOUT, Launched, WaitProgress
+from tui.ops.relaunch import DEFAULT_TIMEOUT, Launched, WaitProgress, started_words
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -79,17 +82,15 @@ async def _relaunch(host: Host, service: Service, args: argparse.Namespace) -> i
         if args.replace:
             seen = await fresh()
             grace = args.grace if args.grace is not None else service.stop_grace
-            steps = actions.replace(seen.run, seen.boot_id, fresh, grace=grace, wait=args.wait)
+            steps = actions.replace(
+                seen.run, seen.boot_id, fresh, grace=grace, wait=args.wait, container=seen.container
+            )
         else:
             steps = actions.relaunch(fresh, wait=args.wait)
         status = NOT_DONE
         async for step in steps:
             if isinstance(step, Planned):
-                say(
-                    args.json,
-                    "progress",
-                    f"{service.label}: stopping pid {step.target.root_pid} first",
-                )
+                say(args.json, "progress", f"{service.label}: first, {step.text}")
             elif isinstance(step, Launched):
                 _say_launched(args.json, service, step)
             elif isinstance(step, WaitProgress):
@@ -109,12 +110,20 @@ async def _relaunch(host: Host, service: Service, args: argparse.Namespace) -> i
 
 
 def _say_launched(json_out: bool, service: Service, launched: Launched) -> None:
-    command = command_text(launched.argv)
+    """What the relaunch ran, and the run it started."""
     moved = f"; old log renamed to {launched.rotated_to}" if launched.rotated_to else ""
+    said = (
+        started_words(launched)
+        if launched.container is not None
+        else f"started pid {launched.pid}: {command_text(launched.argv)}{moved}"
+    )
+    container = launched.container
     say(
         json_out,
         "launched",
-        f"{service.label}: started pid {launched.pid}: {command}{moved}",
+        f"{service.label}: {said}",
+        command=list(launched.argv),
+        container=container.to_json() if container is not None else None,
         pid=launched.pid,
         run_id=launched.run_id,
         inode=launched.inode,

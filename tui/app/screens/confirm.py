@@ -10,6 +10,7 @@ saw, so what is confirmed is what is shown.
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -25,6 +26,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from tui.config import LaunchSpec, Service
+from tui.core.containers import ContainerState
 from tui.core.runs import Assessment, Run
 from tui.core.sanitize import printable
 from tui.core.secrets import command_text, redact_env
@@ -170,6 +172,58 @@ def kill_facts(service: Service, a: Assessment, run: Run) -> list[Fact]:
     ]
 
 
+def pids_text(pids: Sequence[int]) -> str:
+    if not pids:
+        return "none seen"
+    shown = ", ".join(map(str, pids[:MAX_CHILDREN_SHOWN]))
+    more = f" and {len(pids) - MAX_CHILDREN_SHOWN} more" if len(pids) > MAX_CHILDREN_SHOWN else ""
+    return f"{shown}{more} ({len(pids)} process{'es' if len(pids) != 1 else ''}, host pids)"
+
+
+def container_facts(a: Assessment, container: ContainerState) -> list[Fact]:
+    """The container's run as the user confirms it: name, short id, image, StartedAt."""
+    started = container.started_at
+    when = (
+        f"{host_clock(a, started)} on the host's clock, {human_age(a.checked_at - started)} "
+        f"ago; restarted {container.restart_count} time(s)"
+        if started is not None
+        else "never"
+    )
+    return [
+        Fact("container", printable(f"{container.name or container.ref} ({container.short_id})")),
+        Fact("image", printable(container.image) or "(none given)"),
+        Fact("started", when),
+        Fact("status", printable(container.status) or "unknown"),
+    ]
+
+
+def container_stop_facts(service: Service, a: Assessment, container: ContainerState) -> list[Fact]:
+    return [
+        *container_facts(a, container),
+        Fact("PIDs", pids_text(container.pids)),
+        Fact("GPU memory", GPU_CHECKING, key="gpu"),
+        Fact(
+            "stop",
+            printable(
+                f"{container.runtime} stop -t {math.ceil(service.stop_grace)} {container.id}"
+            ),
+        ),
+    ]
+
+
+def container_start_facts(service: Service, a: Assessment, container: ContainerState) -> list[Fact]:
+    verb = f"restart -t {math.ceil(service.stop_grace)}" if container.running else "start"
+    return [
+        *container_facts(a, container),
+        Fact("command", printable(f"{container.runtime} {verb} {container.id}")),
+        Fact(
+            "then",
+            "waits for the container's new run (a new StartedAt) and reads only its lines, "
+            f"from its StartedAt on, up to {human_age(DEFAULT_TIMEOUT)}",
+        ),
+    ]
+
+
 def launch_facts(service: Service, spec: LaunchSpec, a: Assessment) -> list[Fact]:
     return [
         Fact("command", printable(command_text(spec.command))),
@@ -183,7 +237,36 @@ def launch_facts(service: Service, spec: LaunchSpec, a: Assessment) -> list[Fact
 # ---------------------------------------------------------------------- plans
 
 
+def container_kill_plan(service: Service, a: Assessment, container: ContainerState) -> Plan:
+    return Plan(
+        title=f"Kill {service.label}?",
+        intro=(
+            f"Stops container {printable(container.name or container.ref)} on {a.host} by "
+            "its full id. Right before the stop its StartedAt is checked again: a container "
+            "restarted since you saw it is left alone. Nothing is stopped by name."
+        ),
+        sections=[Section(None, container_stop_facts(service, a, container))],
+        confirm=f"Stop container {container.short_id}",
+    )
+
+
+def container_relaunch_plan(service: Service, a: Assessment, container: ContainerState) -> Plan:
+    verb = "Restart" if container.running else "Start"
+    return Plan(
+        title=f"{verb} {service.label}?",
+        intro=(
+            f"{verb}s container {printable(container.name or container.ref)} on {a.host} "
+            "(hosts.yaml gives no launch:), right after its StartedAt is checked again: a "
+            "container restarted since you saw it is left alone."
+        ),
+        sections=[Section(None, container_start_facts(service, a, container))],
+        confirm=f"{verb} container {container.short_id}",
+    )
+
+
 def kill_plan(service: Service, a: Assessment, run: Run) -> Plan:
+    if service.container is not None and a.container is not None and a.container.found:
+        return container_kill_plan(service, a, a.container)
     return Plan(
         title=f"Kill {service.label}?",
         intro=(
@@ -196,7 +279,11 @@ def kill_plan(service: Service, a: Assessment, run: Run) -> Plan:
     )
 
 
-def relaunch_plan(service: Service, spec: LaunchSpec, a: Assessment) -> Plan:
+def relaunch_plan(service: Service, spec: LaunchSpec | None, a: Assessment) -> Plan:
+    if spec is None and a.container is not None:
+        return container_relaunch_plan(service, a, a.container)
+    if spec is None:
+        raise ValueError(f"{service.label}: nothing to relaunch with")
     return Plan(
         title=f"Relaunch {service.label}?",
         intro=(
@@ -209,7 +296,23 @@ def relaunch_plan(service: Service, spec: LaunchSpec, a: Assessment) -> Plan:
     )
 
 
-def replace_plan(service: Service, spec: LaunchSpec, a: Assessment, run: Run) -> Plan:
+def replace_plan(service: Service, spec: LaunchSpec | None, a: Assessment, run: Run) -> Plan:
+    if spec is None:
+        return relaunch_plan(service, spec, a)
+    if service.container is not None and a.container is not None and a.container.found:
+        container = a.container
+        return Plan(
+            title=f"Replace {service.label}?",
+            intro=(
+                f"Stops container {printable(container.name)} (its StartedAt checked again "
+                "right before), then runs launch: only if it stopped cleanly."
+            ),
+            sections=[
+                Section("1 · stop", container_stop_facts(service, a, container)),
+                Section("2 · start again", launch_facts(service, spec, a)),
+            ],
+            confirm=f"Stop container {container.short_id} and relaunch",
+        )
     return Plan(
         title=f"Replace {service.label}?",
         intro=(

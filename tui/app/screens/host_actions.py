@@ -58,7 +58,7 @@ class HostActions:
         if a is None:
             return False
         has_run = a.run is not None and a.verdict in KILLABLE
-        launchable = self.service.launch is not None
+        launchable = self.service.launch is not None or self.service.container is not None
         if action == "kill":
             return has_run
         if action == "replace":
@@ -132,24 +132,28 @@ class HostActions:
             return
         if await self._confirm(kill_plan(self.service, a, a.run), ops, a.run):
             grace = self.service.stop_grace
-            await self._show(self.session.actions("screen").kill(a.run, a.boot_id, grace=grace))
+            await self._show(
+                self.session.actions("screen").kill(
+                    a.run, a.boot_id, grace=grace, container=a.container
+                )
+            )
 
     async def _relaunch_flow(self: HostScreen, ops: HostOps, a: Assessment) -> None:
         spec = self.service.launch
-        if spec is None:
+        if spec is None and self.service.container is None:
             return
         if await self._confirm(relaunch_plan(self.service, spec, a), ops):
             await self._show(self.session.actions("screen").relaunch(self.session.fresh))
 
     async def _replace_flow(self: HostScreen, ops: HostOps, a: Assessment) -> None:
         spec, run = self.service.launch, a.run
-        if spec is None or run is None:
+        if (spec is None and self.service.container is None) or run is None:
             return
         if await self._confirm(replace_plan(self.service, spec, a, run), ops, run):
             grace = self.service.stop_grace
             await self._show(
                 self.session.actions("screen").replace(
-                    run, a.boot_id, self.session.fresh, grace=grace
+                    run, a.boot_id, self.session.fresh, grace=grace, container=a.container
                 )
             )
 
