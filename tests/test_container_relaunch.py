@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shlex
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,7 @@ from support.wait import wait_until
 from test_container_kill import READY, container_service, seen, start_sim, state_of
 
 from tui.agent.container import docker_time
-from tui.config import Host, Service
+from tui.config import Host, LaunchSpec, Service
 from tui.core.containers import ContainerState
 from tui.core.verdicts import Verdict
 from tui.hostsfile import parse_config
@@ -193,3 +195,44 @@ def _audit_log() -> str:
     from tui.ops.audit import log_path
 
     return log_path()
+
+
+def run_argv(dockerd: Dockerd, name: str, command: list[str]) -> list[str]:
+    """A full ``docker run -d …`` of ``command`` in the test image, as a service's
+    ``launch:`` gives it (the harness's mounts, the host's network)."""
+    from support.dockerd import IMAGE, MOUNTS, REPO
+
+    argv = [str(dockerd.bin_dir / "docker"), "run", "-d", "--name", name, "--network", "host"]
+    argv += ["--tmpfs", "/tmp", "-w", str(REPO), "-e", f"PYTHONPATH={REPO}"]
+    prefix = Path(sys.base_prefix).resolve()
+    for mount in [*(m for m in MOUNTS if Path(m).exists()), str(prefix), str(REPO)]:
+        argv += ["-v", f"{mount}:{mount}:ro"]
+    return [*argv, IMAGE, *command]
+
+
+async def test_a_launch_of_docker_run_waits_for_the_new_container(dockerd: Dockerd) -> None:
+    """launch: removes the old container and runs a new one: the wait waits for the new
+    container's run and its ready line, never the old container's."""
+    port = free_port()
+    old = start_sim(dockerd, "launch-sim", port)
+    dockerd.docker("stop", "-t", "5", "launch-sim")
+    docker = str(dockerd.bin_dir / "docker")
+    run = " ".join(
+        shlex.quote(x) for x in run_argv(dockerd, "launch-sim", sim_command("vllm", port, load=1.0))
+    )
+    script = f"{shlex.quote(docker)} rm -f launch-sim && exec {run}"
+    host, service = container_service(
+        "launch-sim", port, launch=LaunchSpec(("/bin/sh", "-c", script))
+    )
+    transport = open_transport(host, SshLinks())
+    actions = ServiceActions(
+        TransportOps(transport, service, wait_timeout=60), host, service, actor="cli"
+    )
+    steps = await relaunch_steps(actions, stopped_assessment(host, service, "launch-sim"))
+
+    end = steps[-1]
+    assert isinstance(end, Finished) and end.ok, end.result
+    assert READY in end.result
+    new = state_of("launch-sim")
+    assert new.id != old.id and new.running
+    assert new_run_lines(new, READY)

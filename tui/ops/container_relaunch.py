@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import TypeVar
 
 from tui.agent.container import docker_time
 from tui.agent.protocol import (
@@ -33,6 +34,8 @@ from tui.ops.container_kill import ContainerTarget
 from tui.ops.kill import IdentityChanged, check_grace
 from tui.ops.relaunch import Launched, LaunchFailed, LaunchRefused, RunLines, ask
 from tui.remote.transport import Transport
+
+T = TypeVar("T")
 
 #: Seconds a ``docker start`` or ``restart`` may take past the grace.
 ACTION_SLACK = 60.0
@@ -58,6 +61,20 @@ def check_container(service: Service, container: ContainerState | None) -> Conta
 async def inspect(transport: Transport, service: Service, ref: str | None = None) -> ContainerState:
     """What ``docker inspect`` says now of the service's container (or of ``ref``, a full
     id), on its host."""
+    return await _inspect(
+        transport, service, ref, lambda answer: ContainerState.from_json(answer.child("container"))
+    )
+
+
+async def inspect_run(transport: Transport, service: Service) -> Launched:
+    """The service's container now, as a run to wait on: its lines read from the start of
+    its json-file, those before its StartedAt left out."""
+    return await _inspect(transport, service, None, lambda answer: launched_of(answer, ()))
+
+
+async def _inspect(
+    transport: Transport, service: Service, ref: str | None, read: Callable[[Fields], T]
+) -> T:
     container = service.container
     if container is None:
         raise LaunchRefused(f"{service.label}: hosts.yaml names no container: for this service")
@@ -67,13 +84,7 @@ async def inspect(transport: Transport, service: Service, ref: str | None = None
         "ref": ref or container.name,
         "runtime": container.runtime,
     }
-    return await ask(
-        transport,
-        args,
-        lambda answer: ContainerState.from_json(answer.child("container")),
-        what="the container's state",
-        timeout=INSPECT_TIMEOUT,
-    )
+    return await ask(transport, args, read, what="the container's state", timeout=INSPECT_TIMEOUT)
 
 
 async def start(

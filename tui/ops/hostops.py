@@ -8,12 +8,13 @@ a stand-in to draw a modal or a progress line that never changes between runs.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 from typing import Protocol
 
 from tui.config import Service
 from tui.core.containers import ContainerState
-from tui.ops import container_kill, container_relaunch
+from tui.ops import container_kill, container_launch, container_relaunch
 from tui.ops import kill as kill_ops
 from tui.ops import relaunch as relaunch_ops
 from tui.ops.container_kill import ContainerTarget
@@ -76,7 +77,11 @@ class TransportOps:
         return container_kill.stop_container(self.transport, target, grace=grace)
 
     async def launch(self) -> Launched:
-        return await relaunch_ops.launch(self.transport, self.service)
+        if self.service.container is None:
+            return await relaunch_ops.launch(self.transport, self.service)
+        before = await container_relaunch.inspect(self.transport, self.service)
+        launched = await relaunch_ops.launch(self.transport, self.service)
+        return dataclasses.replace(launched, container_before=before)
 
     async def container_state(self) -> ContainerState:
         return await container_relaunch.inspect(self.transport, self.service)
@@ -85,6 +90,10 @@ class TransportOps:
         return await container_relaunch.start(self.transport, self.service, target, grace=grace)
 
     def wait_ready(self, launched: Launched) -> AsyncIterator[WaitProgress | WaitResult]:
+        if launched.container is None and self.service.container is not None:
+            return container_launch.wait_new_run(
+                self.transport, self.service, launched, timeout=self.wait_timeout
+            )
         lines = (
             container_relaunch.container_lines(self.transport, self.service, launched)
             if launched.container is not None

@@ -91,6 +91,9 @@ class Launched:
     #: A container's run: the container as inspected right after the action (its first
     #: process is ``pid``; its json-file ``log``; its lines count from its StartedAt).
     container: ContainerState | None = None
+    #: A container service's launch: its container as it was right before the launch
+    #: (the wait waits for another run of it).
+    container_before: ContainerState | None = None
 
     @property
     def anchor(self) -> LogCursor:

@@ -31,7 +31,7 @@ from tui.core.runs import Assessment, Run
 from tui.core.sanitize import printable
 from tui.core.secrets import command_text, redact_env
 from tui.core.units import human_age, human_size
-from tui.ops.relaunch import DEFAULT_TIMEOUT
+from tui.ops.relaunch import DEFAULT_TIMEOUT, LAUNCH_LOG
 from tui.remote.probe import ready_patterns
 
 #: Children listed by pid before the rest are only counted.
@@ -131,6 +131,12 @@ def env_text(env: Mapping[str, str]) -> str:
 
 
 def log_text(service: Service, a: Assessment) -> str:
+    if not service.log:
+        return (
+            f"the command's output goes beside babysit's run records on the host "
+            f"({LAUNCH_LOG}); then the wait reads only the new run's lines of container "
+            f"{printable(str(service.container))}'s own log"
+        )
     log, path = a.log, printable(service.log)
     if log is None or not log.exists:
         return f"{path} (no file there now: the run starts a new one)"
