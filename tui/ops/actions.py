@@ -241,14 +241,15 @@ class ServiceActions:
         wait: bool = True,
         container: ContainerState | None = None,
         grace: float | None = None,
+        restart: bool = False,
     ) -> AsyncIterator[Step]:
         """Check again (``fresh``), launch, and with ``wait`` follow the new run until it
         is ready, fails or the wait times out. A container service without ``launch:``
-        starts its stopped container; with ``container`` (the run confirmed, to replace)
-        it restarts that run (``grace``: the stop's)."""
+        starts its stopped container; with ``restart`` it restarts the running one: the
+        run confirmed (``container``; else the one ``fresh`` sees), ``grace`` its stop's."""
         yield Checking()
         try:
-            launched = await self._start(fresh, container, grace)
+            launched = await self._start(fresh, container, grace, restart=restart)
         except (Exception, asyncio.CancelledError) as error:
             await self._audit("relaunch", Identity(), self._command(), describe(error), ok=False)
             raise
@@ -285,10 +286,15 @@ class ServiceActions:
         return None if spec is None else spec.command
 
     async def _start(
-        self, fresh: Fresh, confirmed: ContainerState | None, grace: float | None
+        self,
+        fresh: Fresh,
+        confirmed: ContainerState | None,
+        grace: float | None,
+        *,
+        restart: bool,
     ) -> Launched:
-        """The new run: the service's ``launch:``, or its container started (restarted
-        when ``confirmed`` runs), once the checks allow it."""
+        """The new run: the service's ``launch:``, or its container started (restarted,
+        with ``restart``, when it runs), once the checks allow it."""
         service = self.service
         assessment = await fresh()
         if service.container is None or service.launch is not None:
@@ -298,7 +304,7 @@ class ServiceActions:
         seen = confirmed or assessment.container or await self.ops.container_state()
         container = check_container(service, seen)
         target = ContainerTarget.of(container, assessment.run, service)
-        if target.running and confirmed is None:
+        if target.running and not restart:
             raise LaunchRefused(
                 f"{service.label}: {target.text} is running; use --replace (R) to restart it"
             )
@@ -322,7 +328,8 @@ class ServiceActions:
         A container service without ``launch:`` restarts the ``container`` run confirmed
         (``docker restart``, after its identity is checked again) in one step."""
         if self.service.container is not None and self.service.launch is None:
-            async for step in self.relaunch(fresh, wait=wait, container=container, grace=grace):
+            steps = self.relaunch(fresh, wait=wait, container=container, grace=grace, restart=True)
+            async for step in steps:
                 yield step
             return
         running = container is not None and container.found and container.running
