@@ -46,7 +46,7 @@ def assess(probe: ServiceProbe) -> Assessment:
         # The container runs and its server writes the service's own log: the file
         # rules below judge its run, named by its container.
         judged = _assess_runs(probe, words, base, engine)
-        head = container_head(probe.container, words)
+        head = container_head(probe.container)
         return replace(judged, summary=f"{head}: {judged.summary}")
     return _assess_runs(probe, words, base, engine)
 

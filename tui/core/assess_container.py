@@ -38,7 +38,7 @@ WRAPPERS = frozenset(
 )
 
 
-def container_head(c: ContainerState, words: HostWords) -> str:
+def container_head(c: ContainerState) -> str:
     """``container vllm-qwen (4f3c1a2b3c4d, vllm/vllm-openai:v0.9)``."""
     what = ", ".join(part for part in (c.short_id, printable(c.image)) if part)
     runtime = "" if c.runtime == "docker" else f"{c.runtime} "
@@ -89,7 +89,7 @@ def assess_container(
     if not c.found:
         verdict, summary = _not_found(probe, c)
         return Assessment(verdict=verdict, summary=summary, **base)  # type: ignore[arg-type]
-    head = container_head(c, words)
+    head = container_head(c)
     run = probe.runs[0] if probe.runs else None
     if not c.running or c.restarting:
         summary = _restarting(c, head, words) if c.restarting else _stopped(c, head, words)
@@ -165,7 +165,7 @@ def _json_log_run(
 ) -> Assessment:
     """A running container whose log is its json-file, written for it by the daemon."""
     log = probe.log
-    head = f"{container_head(c, words)} {run_words(c, words)}"
+    head = f"{container_head(c)} {run_words(c, words)}"
     unread = ""
     if not log.exists:
         unread = f"; its log {printable(log.path or c.log_path)} cannot be read" + (
