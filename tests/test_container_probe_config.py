@@ -33,11 +33,6 @@ def test_an_id_written_as_a_number_is_its_text() -> None:
     assert _services("      q: {container: 123456}\n")["q"].container == ContainerRef("123456")
 
 
-def test_a_log_beside_a_container_may_have_match() -> None:
-    body = "      q: {container: c1, log: /l, port: 8000, match: 'serve --port 8000'}\n"
-    assert _services(body)["q"].match == "serve --port 8000"
-
-
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
@@ -50,9 +45,14 @@ def test_a_log_beside_a_container_may_have_match() -> None:
         pytest.param(
             "      q:\n        container: c1\n        port: 8000\n"
             "        match: 'vllm serve --port 8000'\n",
-            "hosts.yaml:8: hosts.a.services.q.match: a service of container c1 without log: "
-            "runs the container's processes",
+            "hosts.yaml:8: hosts.a.services.q.match: the run of a service in container c1 "
+            "is the container's processes",
             id="match-without-log",
+        ),
+        pytest.param(
+            "      q: {container: c1, log: /l, port: 8000, match: 'serve --port 8000'}\n",
+            "hosts.yaml:5: hosts.a.services.q.match: the run of a service in container c1",
+            id="match-beside-log",
         ),
         pytest.param(
             "      q: {container: 'bad name'}\n",

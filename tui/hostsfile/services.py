@@ -90,6 +90,14 @@ def parse_service(
     if "match" in entries:
         match_node = entries["match"][1]
         match = reader.string(match_node, f"{key}.match")
+        if container is not None:
+            raise reader.fail(
+                match_node,
+                f"{key}.match",
+                f"the run of a service in container {container.name} is the container's "
+                "processes; match: finds processes by their command line, so it has nothing "
+                "to do here (remove it)",
+            )
         try:
             re.compile(match)
         except re.error as error:
@@ -98,14 +106,6 @@ def parse_service(
             ) from None
         if (broad := too_broad(match, port)) is not None:
             raise reader.fail(match_node, f"{key}.match", broad)
-        if container is not None and not log:
-            raise reader.fail(
-                match_node,
-                f"{key}.match",
-                f"a service of container {container.name} without log: runs the container's "
-                "processes; match: finds processes by their command line, so it has nothing "
-                "to do here (remove it)",
-            )
     launch = None
     if "launch" in entries:
         launch = _parse_launch(reader, f"{key}.launch", entries["launch"][1])
