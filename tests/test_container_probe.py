@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import os
+import pwd
 import shlex
 import shutil
 from pathlib import Path
@@ -17,7 +19,9 @@ from support.ports import free_port
 from support.sshd import Sshd
 from support.wait import until, wait_until
 
-from tui.agent.container import docker_time
+from tui.agent.container import container_facts, docker_time
+from tui.agent.containerprobe import container_log, run_bound
+from tui.agent.jsonlog import json_readiness
 from tui.config import Host, Service
 from tui.core.containers import DOCKER_JSON, PLAIN
 from tui.core.runs import ServiceProbe
@@ -273,3 +277,26 @@ async def test_a_container_on_a_host_reached_over_ssh(dockerd: Dockerd, sshd: Ss
     assert entry["container"]["id"] == state["Id"]
     assert entry["runs"][0]["pid"] == state["State"]["Pid"]
     assert entry["log"]["path"] == state["LogPath"]
+
+
+def test_a_json_file_the_probe_may_not_read_says_so(dockerd: Dockerd) -> None:
+    """The runtime answers (as for a member of the docker group), but the json-file under
+    the daemon's root is root's: the log says why it cannot be read, and readiness is
+    left to /health."""
+    name = "cprobe-denied"
+    dockerd.run_container(name, ["/bin/sh", "-c", "echo hello; sleep 60"])
+    wait_running(dockerd, name)
+    facts = container_facts(name)
+    nobody = pwd.getpwnam("nobody").pw_uid
+    os.seteuid(nobody)
+    try:
+        log = container_log(facts, 4096)
+        ready = json_readiness(facts["log_path"], run_bound(facts), facts["started_at"], {})
+    finally:
+        os.seteuid(0)
+    assert log["format"] == DOCKER_JSON
+    assert log["problem"] == (
+        f"{facts['log_path']} cannot be read: permission denied to user nobody"
+    )
+    assert "tail" not in log
+    assert ready == {"anchor": None, "source": log["problem"], "seen": None}
