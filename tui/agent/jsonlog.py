@@ -40,8 +40,10 @@ JSON_BISECT_SPAN = 64 * 1024
 #: Records tried past an undated one in a binary search's step.
 JSON_BISECT_TRIES = 16
 #: A run's first record written later than this after its start: the file lost the
-#: run's first lines (rotated or truncated since).
-JSON_FRESH = 10.0
+#: run's first lines (rotated or truncated since). A server in a container may print
+#: nothing while its imports load from a cold cache, so this is more than a plain
+#: log's first stamp is allowed (readiness.FRESH_STAMP).
+JSON_FRESH = 60.0
 _TIME_AT_END = re.compile(rb'"time":"([0-9T:.+Z-]{1,40})"\}\r?$')
 #: What Go's encoder may write otherwise than as it is: all but printable ASCII, and
 #: these of it (non-ASCII is split on too: U+2028 and invalid bytes are escaped).
