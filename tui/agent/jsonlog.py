@@ -32,9 +32,11 @@ from .readiness import (
 #: Bytes of one record kept whole. Docker cuts a message at 16 KiB, so a record is at
 #: most about six times that once escaped; a longer line is read cut, and undated.
 RECORD_KEEP = 256 * 1024
-#: Bytes read back from the end, record by record, looking for the run's first one;
-#: past them, the first record is found by a binary search on the records' times.
-JSON_BACK_SCAN = 8 * 1024 * 1024
+#: Bytes read back from the end, record by record, looking for the run's first one
+#: (a run that has just started, the case a restart makes, is found in them); past
+#: them, the first record is found by a binary search on the records' times, which
+#: reads a few blocks however long the run.
+JSON_BACK_SCAN = 1024 * 1024
 #: A binary search stops once its span is this small, and reads the rest line by line.
 JSON_BISECT_SPAN = 64 * 1024
 #: Records tried past an undated one in a binary search's step.
