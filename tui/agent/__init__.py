@@ -46,8 +46,14 @@ there to its end first (``copy``, ``unread``), so nothing written before the
 cut is lost.
 
 The probe mode prints one JSON answer to "which run is this?" for the services
-asked about and exits; serve-probes stays and answers one such request per line
-of stdin, so a refresh every few seconds costs no new python3 (nor, over SSH, a
-new session). The action modes (kill, kill-record, alive, launch, preflight)
-answer in JSON lines.
+asked about and exits. A service found by its processes (probe.process_entry) has
+candidate runs: what runs its launch command or matches its ``match:``, listens
+on its port or writes its log. A service in a container (its request names
+``container: {name, runtime}``; containerprobe) is asked of the runtime's CLI
+(container.container_facts): its one run is the container's processes while it
+runs, its log its json-file (jsonlog: a run's records found by their ``time``,
+read back from the end) or the service's own ``log:``. Serve-probes stays and
+answers one such request per line of stdin, so a refresh every few seconds costs
+no new python3 (nor, over SSH, a new session). The action modes (kill,
+kill-record, alive, launch, preflight) answer in JSON lines.
 """

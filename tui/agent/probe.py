@@ -11,6 +11,7 @@ import sys
 import time
 
 from .candidates import LogFile, find_candidates, last_record, record_candidate
+from .containerprobe import container_entry, writes_this_log
 from .gpu import gpu_readings
 from .logfacts import log_facts
 from .readiness import readiness
@@ -42,6 +43,38 @@ def http_status(port, path="/health"):
 
 
 def probe_service(view, service):
+    """The service's entry of a probe answer: its log, its candidate runs and, when the
+    log cannot tell whether the run is ready, the answer of its /health."""
+    if service.get("container"):
+        entry = container_entry(view, service)
+    else:
+        entry = process_entry(view, service)
+    # Only when the log cannot tell (readiness unknown, or no ready line in a log that
+    # may have lost the run's first bytes): SGLang answers /health by running a
+    # generation, which would add a line to its log and work to its GPU on every refresh.
+    health = None
+    unsure = any(
+        run["ready"].get("seen") is None or run["ready"].get("cut")
+        for run in entry["runs"]
+        if "ready" in run
+    )
+    asked = bool(service.get("port") and service.get("health", True) and unsure)
+    if asked:
+        health = http_status(service["port"])
+    entry.update(
+        {
+            "health": health,
+            "health_asked": asked,
+            "gpu_csv": None,  # filled in by probe(), once for all services
+            "prometheus": http_text(service["port"]) if service.get("prometheus") else None,
+        }
+    )
+    return entry
+
+
+def process_entry(view, service):
+    """The entry of a service found by its processes: those that run its launch
+    command or match its ``match:``, listen on its port or write its log."""
     log_path = service["log"]
     try:
         log = log_facts(log_path, int(service.get("tail_bytes") or 0), service.get("stamps"))
@@ -64,11 +97,7 @@ def probe_service(view, service):
         for member in [run, *run["members"]]:
             if member["files"] is not None:
                 member["files"] = [dict(f, at_log=log_file.holds(f)) for f in member["files"]]
-        if log.get("regular") and any(
-            f["write"] and (f["dev"], f["inode"]) == (log["dev"], log["inode"])
-            for member in [run, *run["members"]]
-            for f in (member["files"] or [])
-        ):
+        if writes_this_log(run, log):
             try:
                 run["ready"] = readiness(
                     log_path, run, record if "record" in run["sources"] else None, service
@@ -78,18 +107,6 @@ def probe_service(view, service):
                     "cannot read the log %s: %s" % (log_path, reason_of(error))
                 ) from None
         runs.append(run)
-    # Only when the log cannot tell (readiness unknown, or no ready line in a log that
-    # may have lost the run's first bytes): SGLang answers /health by running a
-    # generation, which would add a line to its log and work to its GPU on every refresh.
-    health = None
-    unsure = any(
-        run["ready"].get("seen") is None or run["ready"].get("cut")
-        for run in runs
-        if "ready" in run
-    )
-    asked = bool(service.get("port") and service.get("health", True) and unsure)
-    if asked:
-        health = http_status(service["port"])
     return {
         "name": service["name"],
         "log": log,
@@ -98,10 +115,6 @@ def probe_service(view, service):
         "hidden_listeners": hidden,
         "record": record,
         "record_state": record_state,
-        "health": health,
-        "health_asked": asked,
-        "gpu_csv": None,  # filled in by probe(), once for all services
-        "prometheus": http_text(service["port"]) if service.get("prometheus") else None,
     }
 
 

@@ -7,41 +7,22 @@ guesses: when it cannot tell, the verdict or the ready state says so.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from dataclasses import replace
 
 from tui.agent.protocol import RECORD_PID_REUSED
-from tui.core.runs import Assessment, Ready, Run, ServiceProbe
+from tui.core.assess_container import assess_container, container_head
+from tui.core.hostclock import HostWords
+from tui.core.readiness import ready_of, ready_words, waiting_words
+from tui.core.runs import Assessment, Run, ServiceProbe
 from tui.core.sanitize import printable
-from tui.core.units import human_age
 from tui.core.verdicts import Verdict
 from tui.engines import GENERIC, spec
 
 
-class _Words:
-    """Formats times in the host's own clock, ages against the probe's clock."""
-
-    def __init__(self, probe: ServiceProbe) -> None:
-        self.zone = timezone(timedelta(seconds=probe.utc_offset))
-        self.now = probe.observed_at
-
-    def clock(self, ts: float) -> str:
-        return datetime.fromtimestamp(ts, self.zone).strftime("%H:%M:%S")
-
-    def when(self, ts: float) -> str:
-        return f"{self.clock(ts)} ({human_age(self.now - ts)} ago)"
-
-    def started(self, run: Run) -> str:
-        start = run.root.start_time
-        return (
-            f"pid {run.root.pid} (started {self.clock(start)}, {human_age(self.now - start)} ago)"
-        )
-
-
 def assess(probe: ServiceProbe) -> Assessment:
     """The verdict for one service from one probe. Pure: same probe, same answer."""
-    words = _Words(probe)
+    words = HostWords.of(probe)
     log = probe.log
-    path = printable(log.path)
     engine = spec(probe.engine).title if spec(probe.engine).name != GENERIC else "service"
     base = {
         "host": probe.host,
@@ -50,6 +31,7 @@ def assess(probe: ServiceProbe) -> Assessment:
         "log": log,
         "boot_id": probe.boot_id,
         "utc_offset": probe.utc_offset,
+        "container": probe.container,
     }
     if probe.error is not None:
         return Assessment(
@@ -57,6 +39,24 @@ def assess(probe: ServiceProbe) -> Assessment:
             summary=f"cannot tell: the probe of this service failed: {printable(probe.error)}",
             **base,
         )
+    if probe.container is not None:
+        decided = assess_container(probe, probe.container, words, base)
+        if decided is not None:
+            return decided
+        # The container runs and its server writes the service's own log: the file
+        # rules below judge its run, named by its container.
+        judged = _assess_runs(probe, words, base, engine)
+        head = container_head(probe.container)
+        return replace(judged, summary=f"{head}: {judged.summary}")
+    return _assess_runs(probe, words, base, engine)
+
+
+def _assess_runs(
+    probe: ServiceProbe, words: HostWords, base: dict[str, object], engine: str
+) -> Assessment:
+    """The verdict from the runs the probe found and the file at the log's path."""
+    log = probe.log
+    path = printable(log.path)
     runs = list(probe.runs)
     unreadable = _unreadable_note(probe)
 
@@ -145,46 +145,28 @@ def _holding(
     run: Run,
     *,
     others: tuple[Run, ...],
-    words: _Words,
+    words: HostWords,
     base: dict[str, object],
     unreadable: str,
 ) -> Assessment:
     log = probe.log
-    ready = run.ready or Ready(seen=None, source="not probed")
-    # /health is asked only when the log cannot tell: readiness unknown, or no ready
-    # line in a log that may have lost it (cut since the run began).
-    if (ready.seen is None or (ready.seen is False and ready.cut)) and probe.health == 200:
-        ready = Ready(
-            seen=True, source="HTTP /health answered 200", anchor=ready.anchor, by_http=True
-        )
+    ready = ready_of(probe, run)
     also = "".join(f"; also running: {_describe_run(r, probe, words)}" for r in others)
     head = f"{words.started(run)} writes this log (inode {log.inode})"
     if ready.seen:
-        when = f" since {words.clock(ready.at)}" if ready.at else ""
-        how = " (by HTTP /health; no ready line found)" if ready.by_http else ""
+        said = ready_words(ready, words.clock(ready.at) if ready.at else None)
         return Assessment(
             verdict=Verdict.LIVE,
-            summary=f"{head}; ready{when}{how}{also}{unreadable}",
+            summary=f"{head}; {said}{also}{unreadable}",
             run=run,
             ready=ready,
             others=others,
             **base,
         )  # type: ignore[arg-type]
     if ready.seen is False:
-        where = (
-            f" since this run began at offset {ready.anchor}" if ready.anchor is not None else ""
-        )
-        health = ""
-        if probe.health is not None:
-            health = f"; /health answers {probe.health}"
-        elif ready.cut and not probe.health_asked:
-            health = (
-                "; the log begins inside this run, so a cut may have taken its ready line "
-                "(with port: set, /health can tell)"
-            )
         return Assessment(
             verdict=Verdict.STARTING,
-            summary=f"{head}; not ready yet (no ready line{where}){health}{also}{unreadable}",
+            summary=f"{head}; {waiting_words(probe, ready)}{also}{unreadable}",
             run=run,
             ready=ready,
             others=others,
@@ -200,7 +182,7 @@ def _holding(
     )  # type: ignore[arg-type]
 
 
-def _describe_run(run: Run, probe: ServiceProbe, words: _Words) -> str:
+def _describe_run(run: Run, probe: ServiceProbe, words: HostWords) -> str:
     written = run.written()
     if written:
         f = written[0]
@@ -210,7 +192,7 @@ def _describe_run(run: Run, probe: ServiceProbe, words: _Words) -> str:
     return f"{words.started(run)} {what}"
 
 
-def _record_note(probe: ServiceProbe, words: _Words) -> str:
+def _record_note(probe: ServiceProbe, words: HostWords) -> str:
     record = probe.record
     if not record:
         return ""

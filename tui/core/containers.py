@@ -11,9 +11,11 @@ fills from ``docker inspect`` run on the host, through the host's chain:
     "container": {
       "ref": "vllm-qwen",          # the name or id hosts.yaml gives
       "runtime": "docker",         # or "podman"
-      "found": true,               # false: the runtime answered, and there is no such container
+      "found": true,               # false: no such container, or the runtime cannot be asked
+      "absent": false,             # true: the runtime answered, and there is no such container
       "problem": null,             # why it could not be asked, in the runtime's words
-                                   #   ("docker not found on the host", "Cannot connect to …")
+                                   #   ("docker not found on the host", "Cannot connect to …");
+                                   #   for an absent one, the runtime's "No such container"
       "id": "4f3c…",               # the full id
       "name": "vllm-qwen",         # without docker's leading slash
       "image": "vllm/vllm-openai:v0.9.1",
@@ -44,7 +46,7 @@ the container: its processes as any run's, with ``ready`` counted from this run'
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -76,6 +78,8 @@ class ContainerState:
     ref: str
     runtime: str = "docker"
     found: bool = False
+    #: The runtime answered that it knows no such container (``problem`` holds its words).
+    absent: bool = False
     problem: str | None = None
     id: str = ""
     name: str = ""
@@ -111,6 +115,17 @@ class ContainerState:
     def short_id(self) -> str:
         return self.id[:12]
 
+    @property
+    def label(self) -> str:
+        """The container in words: its name, or the name or id hosts.yaml gives."""
+        return self.name or self.ref
+
+    @property
+    def writes_json_log(self) -> bool:
+        """Whether the daemon writes this container's json-file log for a run now (it
+        runs, paused or not)."""
+        return self.found and self.running and self.log_driver in ("", "json-file")
+
     @classmethod
     def from_json(cls, data: Fields) -> ContainerState:
         """Raises :class:`~tui.core.answers.AnswerError` naming the field that is wrong."""
@@ -119,6 +134,7 @@ class ContainerState:
             ref=data.string("ref"),
             runtime=data.opt_string("runtime") or "docker",
             found=data.flag("found"),
+            absent=data.flag("absent"),
             problem=data.opt_string("problem"),
             id=data.opt_string("id") or "",
             name=data.opt_string("name") or "",
@@ -146,23 +162,30 @@ class ContainerState:
             pids=tuple(data.integers("pids")) if "pids" in data else (),
         )
 
-    def to_json(self) -> dict[str, object]:
-        """This container in ``babysit status --json`` (``container``)."""
+    def to_json(self, time: Callable[[float | None], object] = lambda ts: ts) -> dict[str, object]:
+        """This container in ``babysit status --json`` (``container``); ``time`` writes its
+        times (epoch seconds as they are, unless told otherwise)."""
         return {
             "ref": self.ref,
             "runtime": self.runtime,
             "found": self.found,
+            "absent": self.absent,
             "problem": self.problem,
             "id": self.id or None,
             "name": self.name or None,
             "image": self.image or None,
             "status": self.status or None,
+            "running": self.running,
+            "restarting": self.restarting,
+            "paused": self.paused,
             "pid": self.pid or None,
+            "pids": list(self.pids),
             "exit_code": self.exit_code,
             "oom_killed": self.oom_killed,
             "error": self.error or None,
-            "started_at": self.started_at,
-            "finished_at": self.finished_at,
+            "started_at": time(self.started_at),
+            "finished_at": time(self.finished_at),
+            "created": time(self.created),
             "restart_count": self.restart_count,
             "restart_policy": self.restart_policy or None,
             "auto_remove": self.auto_remove,

@@ -23,6 +23,11 @@ Rules:
   printed a line that says part of the server died (the engine's death lines in
   :attr:`tui.engines.spec.EngineSpec.deaths`): a child was killed, the engine core is
   gone, the scheduler crashed. The process may still answer for a while, failing requests.
+* ``crash-loop`` — a container's RestartCount climbed between probes (within ten
+  minutes), or it is restarting with a RestartCount above 0: its server fails at
+  start, and its runtime starts it again.
+* ``auto-remove`` — the container runs with ``--rm`` (or did, and is gone): its log
+  goes with it when it exits; babysit keeps the lines it has read.
 """
 
 from __future__ import annotations
@@ -32,10 +37,14 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tui.core.container_watch import ContainerNotes
 from tui.core.gpu import ServiceGpus
+from tui.core.hostclock import HostWords
 from tui.core.launch.diff import FlagStatus, LaunchDiff, reported_speculative, spec_keys
 from tui.core.metrics.model import Metric, Unit
 from tui.core.metrics.series import SeriesPoint, ServiceMetrics
+from tui.core.sanitize import printable
+from tui.core.units import human_age
 from tui.engines import spec
 
 
@@ -45,6 +54,8 @@ class HintRule(enum.Enum):
     STALL = "stall"
     POSSIBLE_REPETITION = "possible-repetition"
     DEATH_LINE = "death-line"
+    CRASH_LOOP = "crash-loop"
+    AUTO_REMOVE = "auto-remove"
 
 
 @dataclass(frozen=True)
@@ -126,10 +137,13 @@ def hints(
     requests: RequestStats | None = None,
     thresholds: Thresholds | None = None,
     death: DeathLine | None = None,
+    container: ContainerNotes | None = None,
 ) -> list[Hint]:
     """Every rule that fires, in rule order."""
     limits = thresholds or Thresholds()
     found = [
+        crash_loop(container),
+        auto_remove(container),
         death_line(death),
         spec_without_accept(metrics, launch, limits),
         low_gpu_power(metrics, gpus, limits),
@@ -171,6 +185,76 @@ def death_line(death: DeathLine | None) -> Hint | None:
         )
         whose = "the log's last run (no process writes the log now)"
     return Hint(HintRule.DEATH_LINE, message, (f"{whose}, {where}: {text}",))
+
+
+def _times(count: int) -> str:
+    return "once" if count == 1 else f"{count} times"
+
+
+def crash_loop(notes: ContainerNotes | None) -> Hint | None:
+    """The container's runtime starts it again and again: its server fails at start."""
+    if notes is None or notes.restarts is None:
+        return None
+    c, restarts = notes.state, notes.restarts
+    words = HostWords(notes.utc_offset, notes.now)
+    count = restarts.restarts
+    said = f"restarted {_times(count)}"
+    if restarts.span is not None and restarts.span > 0:
+        said += f" in {human_age(restarts.span)} (about every {human_age(restarts.span / count)})"
+    if c.exit_code is not None and c.finished_at is not None:
+        said += f"; last exit {c.exit_code} at {words.clock(c.finished_at)}"
+    runtime = printable(c.runtime)
+    message = (
+        f"{said}: the server fails at start; `{runtime} logs` of each try mixes runs, "
+        "babysit shows this run's lines"
+    )
+    evidence = [
+        f"{runtime} inspect of {printable(c.label)} ({c.short_id}): RestartCount "
+        f"{c.restart_count}, status {printable(c.status)}, restart policy "
+        f"{printable(c.restart_policy) or 'no'}"
+    ]
+    if restarts.seen:
+        readings = ", ".join(
+            f"{seen.count} (run started {words.clock(seen.at)})" for seen in restarts.seen
+        )
+        evidence.append(f"RestartCount seen by the probes: {readings}")
+    elif c.created is not None:
+        evidence.append(f"created {words.when(c.created)}")
+    if c.finished_at is not None:
+        oom = ", OOMKilled" if c.oom_killed else ""
+        evidence.append(
+            f"last exit: status {c.exit_code} at {words.when(c.finished_at)} (FinishedAt){oom}"
+        )
+    return Hint(HintRule.CRASH_LOOP, message, tuple(evidence))
+
+
+def auto_remove(notes: ContainerNotes | None) -> Hint | None:
+    """The container runs with --rm, or did and is gone: its log goes with it."""
+    if notes is None:
+        return None
+    c = notes.state
+    words = HostWords(notes.utc_offset, notes.now)
+    if c.found and c.auto_remove:
+        evidence = (
+            f"{printable(c.runtime)} inspect of {printable(c.label)} ({c.short_id}): "
+            "HostConfig.AutoRemove true",
+        )
+    elif c.absent and notes.last_found is not None and notes.last_found.auto_remove:
+        seen = notes.last_found
+        at = f" at {words.when(notes.last_found_at)}" if notes.last_found_at is not None else ""
+        evidence = (
+            f"{printable(seen.label)} ({seen.short_id}) was seen with HostConfig.AutoRemove "
+            f"true{at}",
+            f"no container {printable(c.ref)} now",
+        )
+    else:
+        return None
+    return Hint(
+        HintRule.AUTO_REMOVE,
+        "this container is removed when it exits (--rm): its log goes with it; babysit "
+        "keeps the last lines it has read",
+        evidence,
+    )
 
 
 def spec_without_accept(

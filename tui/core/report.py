@@ -7,10 +7,13 @@ its follower reads, the fleet and ``babysit status`` the tails their probes brin
 back, and each asks it for a :class:`ServiceReport` — one immutable value that
 every view renders and ``status --json`` serialises with :meth:`ServiceReport.to_json`.
 
+A run is (boot id, pid, start time), or, for a container service, the container's
+(id, StartedAt, RestartCount): each new container run opens a run of the series.
 Metric points from before this run's anchor are left out when the run writes the
-log; every value carries its age, and a value older than ``stale_after`` is
-marked stale, never shown as current. A line is fed once: lines already read (by
-the follower or an earlier tail) are skipped by their file and offset.
+log (a container's json-file log is its run's while it runs); every value carries
+its age, and a value older than ``stale_after`` is marked stale, never shown as
+current. A line is fed once: lines already read (by the follower or an earlier
+tail) are skipped by their file and offset.
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING
 
+from tui.core.assess_container import server_process
+from tui.core.container_watch import ContainerWatch
+from tui.core.containers import DOCKER_JSON
 from tui.core.gpu import ServiceGpus, attribute, gpu_values, read_apps, read_gpus
 from tui.core.hints import DeathWatch, Hint, hints
 from tui.core.launch.diff import LaunchDiff, launch_diff
@@ -116,6 +122,13 @@ def assessment_json(a: Assessment) -> dict[str, object]:
             "cmdline": list(redact_argv(a.run.root.cmdline)),
             "pids": list(a.run.pids),
         }
+    identity = a.container.identity if a.container is not None else None
+    if process is not None and identity is not None:
+        process["run"] = {
+            "container_id": identity.id,
+            "started_at": _iso(identity.started_at, offset),
+            "restart_count": identity.restart_count,
+        }
     log = None
     if a.log is not None:
         log = {
@@ -127,6 +140,7 @@ def assessment_json(a: Assessment) -> dict[str, object]:
             "mtime": _iso(a.log.mtime, offset),
             "written_by_pid": a.log_writer,
             "problem": a.log.problem,
+            "format": a.log.format,
         }
     ready: dict[str, object] = {"seen": None, "at": None, "source": None}
     if a.ready is not None:
@@ -144,6 +158,9 @@ def assessment_json(a: Assessment) -> dict[str, object]:
         "process": process,
         "log": log,
         "ready": ready,
+        "container": (
+            a.container.to_json(lambda ts: _iso(ts, offset)) if a.container is not None else None
+        ),
         "checked_at": _iso(a.checked_at, offset),
     }
 
@@ -189,8 +206,12 @@ class ServiceFacts:
         self._assessment: Assessment | None = None
         #: The host's offset from UTC, from its latest real answer (None before any).
         self.utc_offset: int | None = None
-        #: The run the latest answer named: (boot id, pid, start ticks).
+        #: The run the latest answer named: (boot id, pid, start ticks), or the
+        #: container's (id, StartedAt, RestartCount).
         self._run_identity: tuple[object, ...] | None = None
+        #: Where the latest run the log's lines opened began: ((dev, inode), offset).
+        self._last_start: tuple[tuple[int, int], int | None] | None = None
+        self._container = ContainerWatch()
         #: This run's anchor in its log file: ((dev, inode), offset), when the run writes it.
         self._anchor: tuple[tuple[int, int], int] | None = None
         #: The run's start and the host's zone the log's readers place lines by.
@@ -225,10 +246,13 @@ class ServiceFacts:
         """Read marks that no longer hold: a file cut below what was read (``> log``,
         copytruncate), or another run of the service (its lines may sit at offsets
         read before, in a file cut and written again)."""
-        run, log = assessment.run, assessment.log
-        identity = (assessment.boot_id, run.root.pid, run.root.start_ticks) if run else None
+        log = assessment.log
+        identity = _run_identity(assessment)
         if identity is not None and identity != self._run_identity:
-            if self._run_identity is not None:
+            # A container's json-file keeps its lines across the container's runs:
+            # what was read of it holds.
+            appended = log is not None and log.format == DOCKER_JSON
+            if self._run_identity is not None and not appended:
                 self._read_to.clear()
             self._run_identity = identity
         if log is not None and log.dev is not None and log.inode is not None:
@@ -250,6 +274,26 @@ class ServiceFacts:
         if start is not None:
             started = datetime.fromtimestamp(start, zone).replace(tzinfo=None)
         self._scanner.place(started, assessment.utc_offset)
+
+    def _split_container_run(self, assessment: Assessment) -> None:
+        """A new run of the container (another id, StartedAt or RestartCount) opens a
+        run of the series, unless its lines already did (its startup line, read at or
+        past this run's anchor)."""
+        if not self._container.new_run(assessment):
+            return
+        run, log = assessment.run, assessment.log
+        anchor = run.ready.anchor if run is not None and run.ready is not None else None
+        if anchor is not None and log is not None and self._last_start is not None:
+            where, offset = self._last_start
+            if where == (log.dev, log.inode) and offset is not None and offset >= anchor:
+                return
+        run = max(self._store.current_run(self.name) or 0, self._scanner.run) + 1
+        self._scanner = LogScanner(self.engine)
+        self._scanner.boundary.run = run
+        self._placed = None
+        self._place(assessment)
+        self._deaths.new_run()
+        self._store.begin_run(self.name, run)
 
     def file_cut(self, inode: int) -> None:
         """The file of ``inode`` was cut (a follower saw it): its lines are read afresh."""
@@ -280,6 +324,7 @@ class ServiceFacts:
         kept = 0
         for found in self._scanner.feed_all(text, offset):
             if isinstance(found, RunEvent) and found.kind is RunEventKind.STARTED:
+                self._last_start = (key, found.offset)
                 self._deaths.new_run()
                 self._store.begin_run(self.name, found.run)
             elif isinstance(found, MetricSample) and self.log_metrics:
@@ -305,6 +350,7 @@ class ServiceFacts:
 
         ``followed``: lines a follower read that waited for this answer, fed after the
         tail and before the readings of now (which belong to the latest run)."""
+        assessment = self._container.observe(assessment)
         self._assessment = assessment
         run = assessment.run
         log = assessment.log
@@ -312,6 +358,7 @@ class ServiceFacts:
             self.utc_offset = assessment.utc_offset
             self._forget_read(assessment)
             self._place(assessment)
+            self._split_container_run(assessment)
         self._anchor = None
         if log is not None and log.exists and log.dev is not None and log.inode is not None:
             anchor = run.ready.anchor if run is not None and run.ready is not None else None
@@ -336,7 +383,7 @@ class ServiceFacts:
         self._sample = None
         if details.prometheus is not None:
             stamp = datetime.fromtimestamp(now, timezone(timedelta(seconds=assessment.utc_offset)))
-            identity = (assessment.boot_id, run.root.pid, run.root.start_ticks) if run else None
+            identity = _run_identity(assessment) if run else None
             reader = self._readers.reader(assessment.host, self.name, identity)
             sample = reader.read(
                 details.prometheus,
@@ -355,8 +402,13 @@ class ServiceFacts:
         self._launch = None
         if run is not None:
             reported = parse_reported(details.args_line) if details.args_line else None
+            # a container's root may be a wrapper (``sh -c``): the diff reads the server's argv
+            argv = server_process(run, self.engine).cmdline if assessment.container else None
             self._launch = launch_diff(
-                self.intended, list(run.root.cmdline), reported, engine=self._flags_engine
+                self.intended,
+                list(argv if argv is not None else run.root.cmdline),
+                reported,
+                engine=self._flags_engine,
             )
         return self.report(now)
 
@@ -371,8 +423,21 @@ class ServiceFacts:
             a = unknown(self.host, self.name, "not asked yet", now)
         metrics = self._store.snapshot(self.name, now=now, stale_after=self.stale_after)
         death = self._deaths.line(running=a.writes_log)
-        found = tuple(hints(metrics, launch=self._launch, gpus=self._gpus, death=death))
+        notes = self._container.notes(a, now)
+        found = tuple(
+            hints(metrics, launch=self._launch, gpus=self._gpus, death=death, container=notes)
+        )
         return ServiceReport(a, metrics, self._launch, self._gpus, found, self._sample)
+
+
+def _run_identity(a: Assessment) -> tuple[object, ...] | None:
+    """The run the assessment names: its container's (id, StartedAt, RestartCount), or
+    (boot id, pid, start ticks) of its root process."""
+    identity = a.container.identity if a.container is not None else None
+    if identity is not None:
+        return ("container", identity.id, identity.started_at, identity.restart_count)
+    run = a.run
+    return (a.boot_id, run.root.pid, run.root.start_ticks) if run is not None else None
 
 
 def _gpus(csv: Mapping[str, object], pids: Sequence[int], indexes: Sequence[int]) -> ServiceGpus:

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tui.core.answers import AnswerError, Fields, read
-from tui.core.containers import PLAIN, ContainerState
+from tui.core.containers import DOCKER_JSON, PLAIN, ContainerState
 from tui.core.secrets import redact_argv
 from tui.core.verdicts import Verdict, worst_exit_status
 
@@ -272,14 +272,15 @@ class Assessment:
 
     @property
     def writes_log(self) -> bool:
-        """Whether the assessed run writes the file now at the log's path."""
+        """Whether the assessed run writes the file now at the log's path. A container's
+        json-file log is written by the daemon, not by the run: it is this run's while
+        the container runs."""
         run, log = self.run, self.log
-        return (
-            run is not None
-            and log is not None
-            and log.exists
-            and run.writes(log.dev or 0, log.inode or 0)
-        )
+        if run is None or log is None or not log.exists:
+            return False
+        if log.format == DOCKER_JSON and self.container is not None:
+            return self.container.writes_json_log
+        return run.writes(log.dev or 0, log.inode or 0)
 
     @property
     def log_writer(self) -> int | None:

@@ -7,7 +7,16 @@ from types import MappingProxyType
 
 import yaml
 
-from tui.config import MAX_GRACE, Engine, LaunchSpec, MetricsSource, Service
+from tui.config import (
+    CONTAINER_RUNTIMES,
+    MAX_GRACE,
+    ContainerRef,
+    Engine,
+    LaunchSpec,
+    MetricsSource,
+    Service,
+    suggest,
+)
 from tui.engines import spec
 from tui.hostsfile.match import too_broad
 from tui.hostsfile.reader import NAME_RE, Reader
@@ -25,6 +34,8 @@ _SERVICE_KEYS = (
     "keep_logs",
     "instances",
     "metrics",
+    "container",
+    "runtime",
 )
 #: Items in launch.command; bytes of the command line and environment it runs with
 #: (one argument may hold at most MAX_ARG_STRLEN, 128 KiB, on Linux; all of them,
@@ -37,6 +48,8 @@ MAX_READY = 64
 _LAUNCH_KEYS = ("command", "cwd", "env")
 #: A variable name in launch.env.
 _ENVNAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: A container's name or id as Docker and Podman accept them.
+_CONTAINER_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 def parse_service(
@@ -45,13 +58,21 @@ def parse_service(
     key = f"hosts.{host}.services.{name}"
     reader.name(key_node, name, key, "service names use letters, digits, '.', '_' and '-'", NAME_RE)
     entries = reader.mapping(node, key, allowed=_SERVICE_KEYS)
-    if "log" not in entries:
-        raise reader.fail(node, f"{key}.log", "missing required key (the server's log file)")
-    log_node = entries["log"][1]
-    log = reader.host_path(log_node, f"{key}.log")
-    if not log.startswith("/"):
+    container = _parse_container(reader, key, entries)
+    log = ""
+    if "log" in entries:
+        log_node = entries["log"][1]
+        log = reader.host_path(log_node, f"{key}.log")
+        if not log.startswith("/"):
+            raise reader.fail(
+                log_node, f"{key}.log", f"must be an absolute path on the host, not {shown(log)}"
+            )
+    elif container is None:
         raise reader.fail(
-            log_node, f"{key}.log", f"must be an absolute path on the host, not {shown(log)}"
+            node,
+            f"{key}.log",
+            "missing required key (the server's log file); a server in a container may "
+            "give container: instead",
         )
     engine = Engine.GENERIC
     if "engine" in entries:
@@ -69,6 +90,14 @@ def parse_service(
     if "match" in entries:
         match_node = entries["match"][1]
         match = reader.string(match_node, f"{key}.match")
+        if container is not None:
+            raise reader.fail(
+                match_node,
+                f"{key}.match",
+                f"the run of a service in container {container.name} is the container's "
+                "processes; match: finds processes by their command line, so it has nothing "
+                "to do here (remove it)",
+            )
         try:
             re.compile(match)
         except re.error as error:
@@ -120,7 +149,43 @@ def parse_service(
         stop_grace=stop_grace,
         keep_logs=keep_logs,
         metrics=metrics,
+        container=container,
     )
+
+
+def _parse_container(
+    reader: Reader, key: str, entries: dict[str, tuple[yaml.Node, yaml.Node]]
+) -> ContainerRef | None:
+    """``container:`` (a name or id) and its ``runtime:``, or None without ``container:``."""
+    if "container" not in entries:
+        if "runtime" in entries:
+            raise reader.fail(
+                entries["runtime"][0],
+                f"{key}.runtime",
+                "names the CLI that runs a container; give container: too",
+            )
+        return None
+    node = entries["container"][1]
+    name = reader.scalar_text(node, f"{key}.container")
+    reader.name(
+        node,
+        name,
+        f"{key}.container",
+        f"must be a container's name or id (letters, digits, '_', '.', '-'), not {shown(name)}",
+        _CONTAINER_RE,
+    )
+    runtime = "docker"
+    if "runtime" in entries:
+        runtime_node = entries["runtime"][1]
+        runtime = reader.string(runtime_node, f"{key}.runtime")
+        if runtime not in CONTAINER_RUNTIMES:
+            raise reader.fail(
+                runtime_node,
+                f"{key}.runtime",
+                f"must be one of {', '.join(CONTAINER_RUNTIMES)}, not {shown(runtime)}"
+                f"{suggest(runtime, CONTAINER_RUNTIMES)}",
+            )
+    return ContainerRef(name=name, runtime=runtime)
 
 
 def _parse_launch(reader: Reader, key: str, node: yaml.Node) -> LaunchSpec:

@@ -100,6 +100,12 @@ def probe_request(
                 "stamps": stamps_of(s),
                 "pid_tag": spec(s.engine).pid_tag,
                 "record_dir": f"{host_state_dir()}/{s.name}",
+                # the container the service runs in: its processes are the run's
+                "container": (
+                    {"name": s.container.name, "runtime": s.container.runtime}
+                    if s.container
+                    else None
+                ),
             }
             for s in services
         ],
