@@ -149,3 +149,28 @@ async def test_the_confirm_and_the_cli_name_the_container_run(dockerd: Dockerd) 
     dockerd.docker("stop", "-t", "5", "confirm-sim")
     stopped = dataclasses.replace(a, container=state_of("confirm-sim"))
     assert f"command: docker start {state.id}" in relaunch_plan(service, None, stopped).text()
+
+
+def test_babysit_kill_stops_the_container_the_probe_sees(
+    dockerd: Dockerd, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tui.cli import main
+
+    port = free_port()
+    state = start_sim(dockerd, "cli-kill-sim", port)
+    config = tmp_path / "hosts.yaml"
+    config.write_text(
+        "hosts:\n  h:\n    local: true\n    services:\n"
+        f"      qwen: {{engine: vllm, container: cli-kill-sim, port: {port}, stop_grace: 10}}\n"
+    )
+    wrong = main(["kill", "h/qwen", "--pid", str(state.pid + 100000), "--config", str(config)])
+    assert wrong == 2 and state_of("cli-kill-sim").running
+    capsys.readouterr()
+    status = main(["kill", "h/qwen", "--pid", str(state.pid), "--config", str(config)])
+    err = capsys.readouterr().err
+    assert status == 0, err
+    assert f"container cli-kill-sim ({state.short_id}), image babysit-test:empty" in err
+    assert f"docker stop -t 10 {state.id}" in err
+    after = state_of("cli-kill-sim")
+    assert not after.running
+    assert f"exit code {after.exit_code}" in err

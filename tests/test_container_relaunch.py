@@ -236,3 +236,33 @@ async def test_a_launch_of_docker_run_waits_for_the_new_container(dockerd: Docke
     new = state_of("launch-sim")
     assert new.id != old.id and new.running
     assert new_run_lines(new, READY)
+
+
+def test_babysit_relaunch_starts_then_restarts_the_container(
+    dockerd: Dockerd, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tui.cli import main
+
+    port = free_port()
+    first = start_sim(dockerd, "cli-start-sim", port)
+    dockerd.docker("stop", "-t", "5", "cli-start-sim")
+    config = tmp_path / "hosts.yaml"
+    config.write_text(
+        "hosts:\n  h:\n    local: true\n    services:\n"
+        f"      qwen: {{engine: vllm, container: cli-start-sim, port: {port}, stop_grace: 5}}\n"
+    )
+    argv = ["relaunch", "h/qwen", "--wait", "--timeout", "60", "--config", str(config)]
+    status = main(argv)
+    err = capsys.readouterr().err
+    assert status == 0, err
+    assert f"ran docker start {first.id}: container cli-start-sim ({first.short_id})" in err
+    started = state_of("cli-start-sim")
+    assert started.running and (started.started_at or 0) > (first.started_at or 0)
+    # Running now: a relaunch is refused; --replace restarts it.
+    assert main(argv) == 2
+    capsys.readouterr()
+    status = main([*argv, "--replace"])
+    err = capsys.readouterr().err
+    assert status == 0, err
+    assert f"ran docker restart -t 5 {first.id}" in err
+    assert (state_of("cli-start-sim").started_at or 0) > (started.started_at or 0)
