@@ -88,8 +88,7 @@ async def _tail(
     host: Host, service: Service, start: Start, args: argparse.Namespace, printer: Printer
 ) -> bool:
     """Print rows until the end (or forever with -f); whether a file was ever shown."""
-    from tui.remote.follow import Follower
-    from tui.session.sessions import Sessions
+    from tui.session.sessions import Sessions, service_follower
 
     sessions = Sessions(long_lived=False, timeout=None)
     transport = sessions.transport(host)
@@ -101,13 +100,8 @@ async def _tail(
         else asyncio.create_task(_say_writer(session, service, printer))
     )
     try:
-        follower = Follower(
-            transport,
-            service.log,
-            label=service.label,
-            start=start,
-            pid=args.pid,
-            follow=args.follow,
+        follower = service_follower(
+            transport, service, start=start, pid=args.pid, follow=args.follow
         )
         async for batch in follower.rows():
             printer.rows(batch)
@@ -176,6 +170,10 @@ class Printer:
                 "offset": line.offset,
                 "text": line.text,
             }
+            if line.stamp is not None:
+                record["stamp"] = line.stamp
+            if line.stream is not None:
+                record["stream"] = line.stream
             if line.cut:
                 record["cut"] = True
             if not line.complete:
