@@ -317,7 +317,7 @@ class ServiceFacts:
             anchor = run.ready.anchor if run is not None and run.ready is not None else None
             if assessment.writes_log and anchor is not None:  # feed() leaves out lines above it
                 self._anchor = ((log.dev, log.inode), anchor)
-            lines = whole_lines(details.tail, details.tail_offset)
+            lines = whole_lines(details.tail, details.tail_offset, format=log.format)
             # The end of the tail's last whole line: where the next line read begins.
             end = (details.tail_offset or 0) + details.tail.rfind(b"\n") + 1
             for index, (text, offset) in enumerate(lines):
