@@ -4,11 +4,15 @@ be read (the ``local`` log driver), locally and through the real sshd."""
 
 from __future__ import annotations
 
+import argparse
+import io
 import itertools
 import json
 import os
 import shutil
 import signal
+from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,6 +21,8 @@ from support.sshd import Sshd
 from support.wait import until
 from test_follow import Collector
 
+from tui.commands.tail import Printer, _tail
+from tui.config import ContainerRef, Host, Service
 from tui.core.follow import Start
 from tui.core.lines import NANOSECONDS, rfc3339_ns
 from tui.core.logcursor import STREAM_DEV, EventKind, LogCursor, LogLine
@@ -65,9 +71,15 @@ def numbers(c: Collector, prefix: str = "line") -> list[int]:
     return [int(t.split()[1]) for t in c.texts if t.startswith(prefix + " ")]
 
 
-@pytest.fixture
-async def ssh_transport(sshd: Sshd, dockerd: Dockerd) -> Transport:
-    """The docker host reached over the real sshd, its docker shim on the session's PATH."""
+@pytest.fixture(params=["local", "ssh"])
+async def docker_host(
+    request: pytest.FixtureRequest, sshd: Sshd, dockerd: Dockerd
+) -> AsyncIterator[Transport]:
+    """The docker host reached locally, or over the real sshd with the daemon's docker shim
+    on the session's PATH."""
+    if request.param == "local":
+        yield await local_transport()
+        return
     shutil.copy(dockerd.bin_dir / "docker", sshd.bin_dir / "docker")
     text = "hosts:\n" + "".join(f"  {line}\n" for line in sshd.host_yaml("viassh").splitlines())
     links = SshLinks()
@@ -128,18 +140,10 @@ async def follow_numbers_through_rotation(
 
 @pytest.mark.parametrize("max_file", [3, 2])
 async def test_every_line_once_in_order_through_dockers_rotation(
-    dockerd: Dockerd, tmp_path: Path, max_file: int
+    dockerd: Dockerd, docker_host: Transport, tmp_path: Path, max_file: int
 ) -> None:
-    transport = await local_transport()
-    await follow_numbers_through_rotation(
-        dockerd, transport, tmp_path, max_file, f"rotating-{max_file}"
-    )
-
-
-async def test_the_same_through_the_real_sshd(
-    dockerd: Dockerd, ssh_transport: Transport, tmp_path: Path
-) -> None:
-    await follow_numbers_through_rotation(dockerd, ssh_transport, tmp_path, 2, "rotating-ssh")
+    name = f"rotating-{max_file}-{docker_host.chain_text.split()[0]}"
+    await follow_numbers_through_rotation(dockerd, docker_host, tmp_path, max_file, name)
 
 
 def first_record_since(log_path: str, started_ns: int) -> LogCursor:
@@ -185,9 +189,9 @@ async def test_a_follower_at_the_runs_cursor_after_a_restart_shows_only_the_new_
 
 
 async def test_docker_logs_where_the_json_file_is_not_there_stamps_and_no_double_after_reconnect(
-    dockerd: Dockerd, tmp_path: Path
+    dockerd: Dockerd, docker_host: Transport, tmp_path: Path
 ) -> None:
-    name = "local-driver"
+    name = f"local-driver-{docker_host.chain_text.split()[0]}"
     trigger = tmp_path / "trigger"
     trigger.mkdir()
     script = (
@@ -201,12 +205,11 @@ async def test_docker_logs_where_the_json_file_is_not_there_stamps_and_no_double
         options=["--log-driver", "local", "-v", f"{trigger}:/trigger:ro"],
     )
     wait_running(dockerd, name)
-    transport = await local_transport()
-    c = follower(transport, name)
+    c = follower(docker_host, name)
     try:
         await c.until(lambda: len(numbers(c)) >= 50)
         source = c.events(EventKind.SOURCE)
-        assert source and "following docker logs of local-driver since" in source[0].event.message
+        assert source and f"following docker logs of {name} since" in source[0].event.message
         assert "log driver is local" in source[0].event.message
         # Kill the stream: the docker logs CLI the follower runs.
         container_id = dockerd.inspect(name, "{{.Id}}")
@@ -240,3 +243,44 @@ def _processes() -> list[tuple[int, list[str]]]:
 
 def _streams_logs(argv: list[str], container_id: str) -> bool:
     return "logs" in argv and "--follow" in argv and argv[-1] == container_id
+
+
+def container_service(name: str) -> tuple[Host, Service]:
+    """A local host with one service in container ``name`` (no ``log:``)."""
+    text = "hosts:\n  here:\n    local: true\n    services:\n      qwen:\n"
+    text += "        engine: vllm\n        log: /unused.log\n"
+    host = parse_config(text).hosts["here"]
+    service = replace(host.services["qwen"], log="", container=ContainerRef(name))
+    return replace(host, services={"qwen": service}), service
+
+
+@pytest.mark.parametrize("driver", ["json-file", "local"])
+async def test_babysit_tail_of_a_container_service(
+    dockerd: Dockerd, tmp_path: Path, driver: str
+) -> None:
+    name = f"tailed-{driver}"
+    script = 'sleep 0.3; i=0; while [ $i -lt 30 ]; do echo "line $i"; i=$((i+1)); done; '
+    dockerd.run_container(
+        name, ["sh", "-c", script + "exec sleep 600"], options=["--log-driver", driver]
+    )
+    wait_running(dockerd, name)
+    await until(lambda: "line 29" in dockerd.docker("logs", name).stdout, "the last line logged")
+    host, service = container_service(name)
+
+    async def tail(json_out: bool) -> tuple[str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        printer = Printer(service.label, json_out=json_out, out=out, err=err)
+        args = argparse.Namespace(pid=None, follow=False)
+        assert await _tail(host, service, Start(tail=3), args, printer)
+        return out.getvalue(), err.getvalue()
+
+    out, err = await tail(json_out=False)
+    assert out == "line 27\nline 28\nline 29\n"
+    if driver == "json-file":
+        assert "following the json-file of container" in err
+    else:
+        assert f"following docker logs of {name} since" in err
+    out, _ = await tail(json_out=True)
+    lines = [r for r in map(json.loads, out.splitlines()) if r["type"] == "line"]
+    assert [r["text"] for r in lines] == ["line 27", "line 28", "line 29"]
+    assert all(isinstance(r["stamp"], float) for r in lines)
