@@ -284,3 +284,24 @@ async def test_babysit_tail_of_a_container_service(
     lines = [r for r in map(json.loads, out.splitlines()) if r["type"] == "line"]
     assert [r["text"] for r in lines] == ["line 27", "line 28", "line 29"]
     assert all(isinstance(r["stamp"], float) for r in lines)
+
+
+async def test_a_container_made_again_under_its_name_is_followed_from_its_first_line(
+    dockerd: Dockerd,
+) -> None:
+    name = "made-again"
+    first = 'sleep 0.3; echo "first one"; exec sleep 600'
+    dockerd.run_container(name, ["sh", "-c", first])
+    wait_running(dockerd, name)
+    c = follower(await local_transport(), name)
+    try:
+        await c.until(lambda: "first one" in c.texts)
+        old_id = dockerd.inspect(name, "{{.Id}}")
+        dockerd.remove(name)
+        dockerd.run_container(name, ["sh", "-c", 'sleep 0.3; echo "second one"; exec sleep 600'])
+        await c.until(lambda: "second one" in c.texts, timeout=30)
+        assert c.texts == ["first one", "second one"]
+        sources = [e.event.data.get("container") for e in c.events(EventKind.SOURCE)]
+        assert sources[0] == old_id and sources[-1] == dockerd.inspect(name, "{{.Id}}")
+    finally:
+        await c.stop()
