@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -20,7 +21,7 @@ from tui.core.lines import (
     tail_lines,
     whole_lines,
 )
-from tui.core.logcursor import CUT_MARKER, MAX_RECORD_BYTES, LineSplitter
+from tui.core.logcursor import CUT_MARKER, MAX_RECORD_BYTES, LineSplitter, LogLine
 
 pytestmark = pytest.mark.unit
 
@@ -158,3 +159,26 @@ def test_the_splitter_and_a_tail_agree_on_any_records_in_any_chunks(
     assert all(a.offset + a.size == b.offset for a, b in itertools.pairwise(fed))
     assert sum(x.size for x in fed) == len(data)
     assert all("\x1b" not in x.text and "\u202e" not in x.text for x in fed)
+
+
+def test_a_metric_line_with_a_stamp_takes_the_stamps_time_over_the_engines() -> None:
+    from tui.core.metrics.model import Metric
+    from tui.core.report import ServiceFacts
+
+    text = (
+        "INFO 12-20 10:00:07 metrics.py:467] Avg prompt throughput: 51.2 tokens/s, Avg "
+        "generation throughput: 8.9 tokens/s, Running: 2 reqs, Swapped: 0 reqs, Pending: 1 "
+        "reqs, GPU KV cache usage: 0.0%, CPU KV cache usage: 35.2%."
+    )
+    stamped, plain = (ServiceFacts("here", "svc", engine="vllm", intended=None) for _ in range(2))
+    line = LogLine(text, 1, 2, 0, len(text) + 1, 0.0, stamp=EPOCH)
+    assert stamped.feed_line(line, utc_offset=3600)
+    assert plain.feed_line(replace(line, stamp=None), utc_offset=3600)
+
+    def when(facts: ServiceFacts) -> float:
+        metrics = facts.report(EPOCH).metrics
+        assert metrics is not None
+        return metrics.series_of(Metric.GEN_THROUGHPUT)[-1].ts
+
+    assert when(stamped) == pytest.approx(EPOCH, abs=1e-5)
+    assert when(plain) != pytest.approx(EPOCH, abs=1)
