@@ -305,3 +305,41 @@ async def test_a_container_made_again_under_its_name_is_followed_from_its_first_
         assert sources[0] == old_id and sources[-1] == dockerd.inspect(name, "{{.Id}}")
     finally:
         await c.stop()
+
+
+async def test_lines_written_while_the_ssh_link_is_down_arrive_once_through_a_rotation(
+    dockerd: Dockerd, sshd: Sshd, tmp_path: Path
+) -> None:
+    name = "away-and-back"
+    trigger = tmp_path / "trigger"
+    trigger.mkdir()
+    script = numbers_script(600)
+    script[-1] = 'echo "line 0"; ' + script[-1].replace("i=0;", "i=1;")
+    dockerd.run_container(
+        name,
+        script,
+        options=[
+            *("-v", f"{trigger}:/trigger:ro"),
+            *("--log-opt", "max-size=20k", "--log-opt", "max-file=4"),
+        ],
+    )
+    wait_running(dockerd, name)
+    shutil.copy(dockerd.bin_dir / "docker", sshd.bin_dir / "docker")
+    text = "hosts:\n" + "".join(f"  {line}\n" for line in sshd.host_yaml("viassh").splitlines())
+    links = SshLinks()
+    c = follower(open_transport(parse_config(text).hosts["viassh"], links), name)
+    try:
+        await c.until(lambda: numbers(c) == [0])
+        with sshd.down():
+            await c.until(lambda: bool(c.events(EventKind.DISCONNECTED)))
+            (trigger / "go").touch()
+            log_path = dockerd.inspect(name, "{{.LogPath}}")
+            await until(lambda: "line 599" in Path(log_path).read_text(), "all written")
+        await c.until(lambda: len(numbers(c)) >= 600, timeout=60)
+        assert numbers(c) == list(range(600))
+        said = " ".join(e.event.message for e in c.events())
+        assert "resumed at inode" in said and "log rotated" in said, c.describe()
+    finally:
+        await c.stop()
+        await links.close()
+        (sshd.bin_dir / "docker").unlink(missing_ok=True)
