@@ -6,6 +6,10 @@ everything is one JSON object per line on stdout, each line carrying the
 (dev, inode, offset) it was read from. Starting reads only what the last N
 lines need, never the whole file.
 
+A container service without ``log:`` shows the container's own log: its json-file,
+each record's ``log`` as a line (``--json`` adds its ``stamp`` and ``stream``), or,
+where that file cannot be read here, ``docker logs`` of this run; stderr says which.
+
 The file at the path is followed as asked; alongside, one probe asks which run
 this is, and when the run writes another file (STALE: the log was deleted or
 renamed and made again; NO-LOG) that is said, with the ``--pid`` that follows

@@ -81,7 +81,6 @@ class DockerLogs:
         ref: str,
         *,
         runtime: str = "docker",
-        label: str,
         reason: str,
         start: Start | None = None,
         follow: bool = True,
@@ -93,13 +92,11 @@ class DockerLogs:
         #: The container's name, to show (``ref`` may be its id).
         self.name = name or ref
         self.runtime = runtime
-        self.label = label
         self.reason = reason
         self.initial = start or Start()
         self.follow = follow
         self.started_local = started_local
         self.file: FileInfo | None = None
-        self.lines = 0
         self._id = ""
         self._started_ns: int | None = None
         #: The last stamp shown and how many lines were shown at it.
@@ -191,7 +188,6 @@ class DockerLogs:
         count = last[1] + 1 if last is not None and ns == last[0] else 1
         if last is None or ns >= last[0]:
             self._last = (ns, count)
-        self.lines += 1
         return LogLine(
             text,
             STREAM_DEV,

@@ -55,7 +55,6 @@ class Follower:
         self.path = path
         self.pid = pid
         self.follow = follow
-        self.label = label
         self.initial = start or Start()
         self.container = container if not path else None
         self.state = FollowState(
@@ -99,7 +98,6 @@ class Follower:
             self.transport,
             source.id or self.container[0],
             runtime=self.container[1],
-            label=self.label,
             reason=source.why or "the json-file cannot be read here",
             start=start,
             follow=self.follow,
