@@ -230,15 +230,19 @@ class DockerLogs:
         failures = 0
         first = True
         lost_at: float | None = None
+        said: str | None = None
         while True:
             try:
                 problem = await self._inspect()
                 if problem is not None:
-                    yield [self._event(EventKind.MISSING, f"container {self.ref}: {problem}")]
+                    if problem != said:  # once for the same words
+                        yield [self._event(EventKind.MISSING, f"container {self.name}: {problem}")]
+                    said = problem
                     if not self.follow:
                         return
                     await asyncio.sleep(RETRY_DELAY)
                     continue
+                said = None
                 batch: list[Row] = [self._opened()] if first else []
                 if lost_at is not None:
                     gap = time.monotonic() - lost_at
