@@ -30,12 +30,18 @@ JSON, then, when the JSON has ``"n"``, exactly that many raw bytes::
     eof       {dev, inode, offset}     (without --follow) everything was sent
     error     {message, path, file_type}   path and file_type when the path is not a
                                           regular file to read (see files.cannot_read)
+    container {ref, runtime, found, problem, id, name, started_at, started_local,
+               running, log_driver, log_path, readable, why}   (given a container instead
+               of a path) where its log is; ``readable`` false: it cannot be followed as a
+               file here, ``why`` says why, and the agent exits
 
 Invariants: data frames of one file are contiguous (each starts where the last
 ended) unless a ``truncated`` frame comes between; before switching to a new
 file at the path, the old one is read to its end; the agent exits when its
 stdin or stdout closes, so it dies with its channel, even while busy or blocked
 (channel.watch_channel). Only a regular file is ever read (files.open_file).
+Given a container, when its log's path names another file the agent reads every
+file docker's rotation made since, oldest first, before the new log (rotated.py).
 
 ``head`` and ``anchor`` (hex) are a file's first bytes and the bytes just before
 a position. A cursor to resume at carries them; the agent resumes there only if

@@ -6,6 +6,8 @@ import sys
 import time
 
 from .channel import watch_channel
+from .containerfollow import ContainerLog
+from .cut import report_cut
 from .files import NotRegular, cannot_read, file_kind, open_file, stat_or_none
 from .followed import Followed
 from .inotify import (
@@ -19,7 +21,7 @@ from .inotify import (
     IN_MOVED_TO,
     Inotify,
 )
-from .locate import find_copy, find_inode, tail_offset, writer_fd
+from .locate import find_inode, tail_offset, writer_fd
 from .output import Closed, Output, hexlify, unhexlify
 from .protocol import (
     FRAME_APPEARED,
@@ -32,7 +34,6 @@ from .protocol import (
     FRAME_OPENED,
     FRAME_REPLACED,
     FRAME_RESUME,
-    FRAME_TRUNCATED,
     FRAME_WRITER,
     FRAME_WRITER_GONE,
     OLD_DELETED,
@@ -48,6 +49,9 @@ POLL_BACKOFF_LIMIT = 0.5
 # After reading, wait this long before reading again, so a busy log is read in
 # batches (fewer wakeups on both ends) at the cost of a few ms of latency.
 COALESCE = 0.01
+# A container's log is looked at sooner: docker may delete a rotated file a few ms
+# after renaming it (containerfollow.py holds it open first).
+ROTATION_COALESCE = 0.002
 
 
 class LogFollower(object):
@@ -69,11 +73,19 @@ class LogFollower(object):
         self.writer_gone_said = False
         self.inotify = Inotify()
         self.wake_fds = [fd for fd in (self.inotify.fd,) if fd >= 0]
+        container = args.get("container")
+        self.container = (
+            ContainerLog(self, container.get("name"), container.get("runtime"))
+            if container
+            else None
+        )
 
     # ------------------------------------------------------------------ start
 
     def start(self):
         start = self.args.get("start") or {"tail": 10}
+        if self.container is not None and not self.container.resolve():
+            return  # no such container yet: asked again while following
         if self.pid is not None:
             self.start_writer()
         elif "cursor" in start:
@@ -91,7 +103,8 @@ class LogFollower(object):
                 IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_ATTRIB,
             )
 
-    def set_current(self, followed, start_offset, read_back=0):
+    def set_current(self, followed, start_offset, read_back=0, held=False):
+        """Read ``followed`` from ``start_offset``; ``held``: a container's newer file."""
         self.cur = followed
         followed.pos = start_offset
         st = os.fstat(followed.fd)
@@ -118,6 +131,8 @@ class LogFollower(object):
             "/proc/self/fd/%d" % followed.fd,
             IN_MODIFY | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF,
         )
+        if self.container is not None and not held:
+            self.container.reset()
 
     def open_path(self, start):
         """Open the file at the path and start reading it; if it cannot be, say why (once
@@ -207,7 +222,8 @@ class LogFollower(object):
         if held:
             self.set_current(followed, offset)
             return True
-        self.report_cut(
+        report_cut(
+            self.out,
             followed,
             head,
             anchor,
@@ -318,7 +334,8 @@ class LogFollower(object):
 
     def truncated(self, followed, new_size, regrown):
         seen = followed.seen[0] if followed.seen else 0
-        self.report_cut(
+        report_cut(
+            self.out,
             followed,
             followed.head,
             followed.anchor,
@@ -331,51 +348,6 @@ class LogFollower(object):
         followed.head = b""
         followed.anchor = b""
 
-    def report_cut(
-        self, followed, head, anchor, *, read, seen, new_size, regrown, away=False, reused=False
-    ):
-        """Say that ``followed`` was cut after ``read`` bytes were sent; if a copy of it
-        beside it holds those bytes (logrotate's copytruncate), send the rest from it."""
-        copy = find_copy(followed.path, (followed.dev, followed.inode), head, anchor, read)
-        fields = {
-            "dev": followed.dev,
-            "inode": followed.inode,
-            "read": read,
-            "seen": seen,
-            "old_size": None,
-            "new_size": new_size,
-            "regrown": regrown,
-            "away": away,
-            "reused": reused,
-            "copy": None,
-            "unread": None,
-        }
-        if copy is None:
-            self.out.frame(FRAME_TRUNCATED, **fields)
-            return
-        fd, where, st = copy
-        try:
-            fields.update(
-                old_size=st.st_size,
-                copy=where,
-                copy_dev=st.st_dev,
-                copy_inode=st.st_ino,
-                unread=st.st_size - read,
-            )
-            self.out.frame(FRAME_TRUNCATED, **fields)
-            pos = read
-            while pos < st.st_size:
-                data = os.pread(fd, min(CHUNK, st.st_size - pos), pos)
-                if not data:
-                    break
-                self.out.bytes_read += len(data)
-                self.out.frame(
-                    FRAME_DATA, data, dev=st.st_dev, inode=st.st_ino, offset=pos, size=st.st_size
-                )
-                pos += len(data)
-        finally:
-            os.close(fd)
-
     def check_path(self):
         """Notice the path vanishing, appearing, or naming another file."""
         if self.pid is not None:
@@ -384,17 +356,27 @@ class LogFollower(object):
                 self.writer_gone_said = True
             return
         if self.cur is None:
-            self.open_path({"from_start": True})
+            if self.container is None or self.container.due():
+                self.open_path({"from_start": True})
             return
         st = stat_or_none(self.path)
         cur = self.cur
+        if st is None and self.container is not None:
+            if not self.container.due():
+                return  # a rotation's instant, or the container is gone: asked again soon
+            st = stat_or_none(self.path)
         if st is None:
             if not cur.deleted_said:
                 cur.deleted_said = True
                 links = os.fstat(cur.fd).st_nlink
                 self.out.frame(FRAME_DELETED, dev=cur.dev, inode=cur.inode, links=links)
             return
+        if self.container is not None:
+            self.container.present()
         if (st.st_dev, st.st_ino) == (cur.dev, cur.inode):
+            return
+        if self.container is not None:
+            self.container.rotated()
             return
         # The path names another file now: finish the old one first.
         self.pump(cur)
@@ -412,6 +394,23 @@ class LogFollower(object):
         self.previous = [cur]
         self.cur = None
         self.open_path({"from_start": True})
+
+    def switch_to(self, followed, rotated=False):
+        """Leave the file being read (read to its end) for ``followed``, from its start."""
+        cur = self.cur
+        links = os.fstat(cur.fd).st_nlink
+        self.out.frame(
+            FRAME_REPLACED,
+            old_dev=cur.dev,
+            old_inode=cur.inode,
+            new_dev=followed.dev,
+            new_inode=followed.inode,
+            new_path=followed.path,
+            old_state=OLD_DELETED if links == 0 else OLD_RENAMED,
+            rotated=rotated,
+        )
+        cur.close()
+        self.set_current(followed, 0, held=True)
 
     # ------------------------------------------------------------------ loop
 
@@ -434,6 +433,8 @@ class LogFollower(object):
         idle = ACTIVE_POLL
         while True:
             moved = False
+            if self.container is not None:
+                self.container.hold_newer()
             if self.cur is not None:
                 moved = self.pump(self.cur)
             for old in self.previous:
@@ -455,7 +456,7 @@ class LogFollower(object):
             self.out.flush()
             if moved:
                 idle = ACTIVE_POLL
-                time.sleep(COALESCE)
+                time.sleep(COALESCE if self.container is None else ROTATION_COALESCE)
                 self.inotify.drain()
             elif self.inotify.fd >= 0:
                 self.wait(IDLE_POLL)  # inotify wakes us; this is only a safety net

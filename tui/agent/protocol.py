@@ -50,6 +50,9 @@ FRAME_WRITER_GONE = "writer-gone"
 FRAME_LOST = "lost"
 FRAME_EOF = "eof"
 FRAME_ERROR = "error"
+#: Where a container's log is, and whether it can be followed as a file (follow mode
+#: given a container).
+FRAME_CONTAINER = "container"
 
 #: What became of the file a ``replaced`` frame leaves (its ``old_state``).
 OLD_DELETED = "deleted"

@@ -6,6 +6,10 @@ everything is one JSON object per line on stdout, each line carrying the
 (dev, inode, offset) it was read from. Starting reads only what the last N
 lines need, never the whole file.
 
+A container service without ``log:`` shows the container's own log: its json-file,
+each record's ``log`` as a line (``--json`` adds its ``stamp`` and ``stream``), or,
+where that file cannot be read here, ``docker logs`` of this run; stderr says which.
+
 The file at the path is followed as asked; alongside, one probe asks which run
 this is, and when the run writes another file (STALE: the log was deleted or
 renamed and made again; NO-LOG) that is said, with the ``--pid`` that follows
@@ -88,8 +92,7 @@ async def _tail(
     host: Host, service: Service, start: Start, args: argparse.Namespace, printer: Printer
 ) -> bool:
     """Print rows until the end (or forever with -f); whether a file was ever shown."""
-    from tui.remote.follow import Follower
-    from tui.session.sessions import Sessions
+    from tui.session.sessions import Sessions, service_follower
 
     sessions = Sessions(long_lived=False, timeout=None)
     transport = sessions.transport(host)
@@ -101,13 +104,8 @@ async def _tail(
         else asyncio.create_task(_say_writer(session, service, printer))
     )
     try:
-        follower = Follower(
-            transport,
-            service.log,
-            label=service.label,
-            start=start,
-            pid=args.pid,
-            follow=args.follow,
+        follower = service_follower(
+            transport, service, start=start, pid=args.pid, follow=args.follow
         )
         async for batch in follower.rows():
             printer.rows(batch)
@@ -176,6 +174,10 @@ class Printer:
                 "offset": line.offset,
                 "text": line.text,
             }
+            if line.stamp is not None:
+                record["stamp"] = line.stamp
+            if line.stream is not None:
+                record["stream"] = line.stream
             if line.cut:
                 record["cut"] = True
             if not line.complete:

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from tui.core.containers import PLAIN
 from tui.core.frames import Frame
 from tui.core.logcursor import EventKind, EventRow, LineSplitter, LogCursor, LogEvent, Row
 from tui.core.sanitize import printable
@@ -49,14 +50,43 @@ class Start:
         return {"tail": self.tail if self.tail is not None else 10}
 
 
+@dataclass(frozen=True)
+class ContainerLogSource:
+    """Where the host found a container's log (its ``container`` frame)."""
+
+    ref: str
+    runtime: str
+    found: bool
+    id: str = ""
+    name: str = ""
+    started_at: float | None = None
+    #: The run's start on the host's clock (``14:02:11``).
+    started_local: str | None = None
+    log_driver: str = ""
+    log_path: str = ""
+    #: Whether the json-file can be followed as a file; else ``why`` says why not.
+    readable: bool = False
+    why: str | None = None
+    problem: str | None = None
+
+
 class FollowState:
+    """The frames of one follower, in order, as rows; ``format`` is the log's
+    (``plain``, or ``docker-json`` for a container's json-file)."""
+
     def __init__(
-        self, path: str | None, label: str, clock: Callable[[], float] = time.time
+        self,
+        path: str | None,
+        label: str,
+        clock: Callable[[], float] = time.time,
+        format: str = PLAIN,
     ) -> None:
         self.path = path
         self.label = label
         self._clock = clock
-        self.splitter = LineSplitter(clock=clock)
+        self.splitter = LineSplitter(clock=clock, format=format)
+        #: The container's log as the host last said (followers of a container).
+        self.container: ContainerLogSource | None = None
         self.file: FileInfo | None = None
         self.bytes_read = 0
         self.eof = False
@@ -189,10 +219,15 @@ class FollowState:
         rows: list[Row] = list(self.splitter.flush())
         old, new = frame.int("old_inode"), frame.int("new_inode")
         state = frame.read.opt_string("old_state")
+        if frame.read.flag("rotated"):
+            where = printable(frame.read.opt_string("new_path") or "?")
+            message = f"log rotated: inode {old} read to its end; now inode {new} ({where})"
+        else:
+            message = f"log replaced: now inode {new} (old inode {old} was {state})"
         rows.append(
             self._event(
                 EventKind.REPLACED,
-                f"log replaced: now inode {new} (old inode {old} was {state})",
+                message,
                 old_inode=old,
                 new_inode=new,
                 old_state=state,
@@ -264,6 +299,46 @@ class FollowState:
         return [
             self._event(
                 EventKind.WRITER_GONE, f"pid {pid} exited; what it wrote stays readable", pid=pid
+            )
+        ]
+
+    def _on_container(self, frame: Frame) -> list[Row]:
+        """Where the host found the container's log (or why not): said when it is a
+        file to follow, or when there is no container; an unreadable one is left to the
+        ``docker logs`` follower, which says so."""
+        read = frame.read
+        started = read.opt_time("started_at")
+        source = ContainerLogSource(
+            ref=read.string("ref"),
+            runtime=read.opt_string("runtime") or "docker",
+            found=read.flag("found"),
+            id=read.opt_string("id") or "",
+            name=read.opt_string("name") or "",
+            started_at=started,
+            started_local=read.opt_string("started_local"),
+            log_driver=read.opt_string("log_driver") or "",
+            log_path=read.opt_string("log_path") or "",
+            readable=read.flag("readable"),
+            why=read.opt_string("why"),
+            problem=read.opt_string("problem"),
+        )
+        self.container = source
+        name = printable(source.name or source.ref)
+        if not source.found:
+            message = f"container {name}: {printable(source.problem or 'not found')}; asking again"
+            return [self._event(EventKind.MISSING, message, container=source.ref)]
+        if not source.readable:
+            return []
+        since = f", started {source.started_local}" if source.started_local else ""
+        self.path = source.log_path
+        return [
+            self._event(
+                EventKind.SOURCE,
+                f"following the json-file of container {name} ({source.id[:12]}{since}): "
+                f"{printable(source.log_path)}",
+                container=source.id,
+                source="json-file",
+                path=source.log_path,
             )
         ]
 

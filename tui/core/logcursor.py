@@ -12,6 +12,12 @@ Invariants:
   ends for good), with the offset of its first byte.
 * A line longer than :data:`MAX_LINE_BYTES` is cut there, shown with a visible
   marker, and the rest of it is skipped as it streams past — never held whole.
+  (A docker json-file log's records may be up to :data:`MAX_RECORD_BYTES`: its
+  16 KiB pieces grow when escaped.)
+* A docker json-file log (format ``docker-json``) reads each record as its
+  ``log``, stamped with its ``time``; a line docker split into partial records is
+  one :class:`LogLine` whose offset is its first record's and whose size covers
+  them all (tui/core/lines.py). Offsets are always the file's byte offsets.
 * :attr:`LineSplitter.resume_cursor` is the point after the last byte that went
   into an emitted line: resuming from it repeats and loses nothing. It carries
   the file's first bytes and the bytes just before it (as far as they are
@@ -28,9 +34,17 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from tui.core.lines import line_text
+from tui.core.containers import DOCKER_JSON, PLAIN
+from tui.core.lines import Joined, Record, RecordJoiner, read_record
 
 MAX_LINE_BYTES = 64 * 1024
+#: The longest record of a docker json-file log read whole (a 16 KiB piece of
+#: escapes, ``\u003c`` for each ``<``, is six times as long).
+MAX_RECORD_BYTES = 256 * 1024
+#: The device of lines that come from no file (a ``docker logs`` stream): no real
+#: device number is negative. Such a line's inode names its container, and its offset
+#: orders it by its stamp (see tui/remote/dockerlogs.py).
+STREAM_DEV = -1
 DEFAULT_MAX_LINES = 20_000
 CUT_MARKER = " [… line cut at 64 KiB]"
 #: Bytes kept of a file's start and of what comes just before a position (the
@@ -82,6 +96,8 @@ class EventKind(enum.Enum):
     ERROR = "error"
     #: The host's login shell printed something before the agent started (skipped).
     SHELL_CHATTER = "shell-chatter"
+    #: Where the lines come from (a container's json-file, or ``docker logs``).
+    SOURCE = "source"
 
 
 @dataclass(frozen=True)
@@ -111,6 +127,17 @@ class LogLine:
     cut: bool = False
     #: False for a last line that ended without a newline (its file was left).
     complete: bool = True
+    #: When the line was written, epoch seconds, as its log says with year and zone (a
+    #: docker record's ``time``, a ``docker logs`` line's prefix); None when it does not.
+    stamp: float | None = None
+    #: ``stdout`` or ``stderr`` when the log says which the line was written to.
+    stream: str | None = None
+
+    @property
+    def from_stream(self) -> bool:
+        """Whether the line came from a stream (``docker logs``) rather than a file:
+        its (dev, inode, offset) is then synthetic (:data:`STREAM_DEV`)."""
+        return self.dev == STREAM_DEV
 
 
 @dataclass(frozen=True)
@@ -127,12 +154,22 @@ class LineSplitter:
     """Splits (dev, inode, offset, bytes) chunks into whole :class:`LogLine` objects."""
 
     def __init__(
-        self, max_line: int = MAX_LINE_BYTES, clock: Callable[[], float] = time.time
+        self,
+        max_line: int | None = None,
+        clock: Callable[[], float] = time.time,
+        format: str = PLAIN,
     ) -> None:
-        self._max = max_line
+        self.format = format
+        docker = format == DOCKER_JSON
+        self._max = (
+            max_line if max_line is not None else (MAX_RECORD_BYTES if docker else MAX_LINE_BYTES)
+        )
         self._clock = clock
+        # A docker log's partial records, held until their line's last one comes.
+        self._joiner = RecordJoiner() if docker else None
         self._file: tuple[int, int] | None = None
         self._start = 0  # offset of the first byte of the pending line
+        self._record = 0  # offset of the first byte of the pending record (a plain line)
         self._pending = bytearray()
         self._skipping = False  # inside the rest of a line already cut
         self._end = 0  # offset just after the last byte seen
@@ -183,8 +220,10 @@ class LineSplitter:
         elif self._file == (dev, inode) and offset > 0:
             head = self._head  # same file, a jump forward: its start is the same
         self._file = (dev, inode)
-        self._start = self._end = offset
+        self._start = self._end = self._record = offset
         self._skipping = False
+        if self._joiner is not None:
+            self._joiner.clear()
         self._head, self._tail, self._anchor = head, tail, tail
 
     def feed(self, dev: int, inode: int, offset: int, data: bytes) -> list[LogLine]:
@@ -203,7 +242,7 @@ class LineSplitter:
                 if newline < 0:
                     break
                 self._skipping = False
-                self._start = offset + newline + 1
+                self._start = self._record = offset + newline + 1
                 pos = newline + 1
                 continue
             room = self._max - len(self._pending)
@@ -214,13 +253,12 @@ class LineSplitter:
                 # Cut only once a byte past the limit is seen that does not end the
                 # line: a line of exactly the limit is whole.
                 if pos < len(view):
-                    lines.append(self._emit(now, cut=True, size=len(self._pending)))
+                    lines.extend(self._emit(now, cut=True, size=len(self._pending)))
                     self._skipping = True
                 continue
             self._pending += view[pos:newline]
-            lines.append(self._emit(now, size=len(self._pending) + 1))
+            lines.extend(self._emit(now, size=len(self._pending) + 1))
             pos = newline + 1
-            self._start = offset + pos
         self._remember(offset, data)
         self._end = offset + len(data)
         return lines
@@ -244,26 +282,65 @@ class LineSplitter:
         cursor = self.resume_cursor
         self._pending.clear()
         self._skipping = False
+        if self._joiner is not None:
+            self._joiner.clear()
         if cursor is not None:
-            self._start = self._end = cursor.offset
+            self._start = self._end = self._record = cursor.offset
             self._tail = self._anchor
 
     def flush(self) -> list[LogLine]:
         """Emit the pending partial line (its file ended or was left for another)."""
-        if not self._pending or self._file is None:
+        held = self._joiner is not None and self._joiner.holding
+        if self._file is None or not (self._pending or held):
             self._pending.clear()
             return []
-        line = self._emit(self._clock(), size=len(self._pending), complete=False)
+        now = self._clock()
+        lines = self._emit(now, size=len(self._pending), complete=False) if self._pending else []
+        if self._joiner is not None:
+            lines.extend(self._line(j, now, complete=False) for j in self._joiner.flush())
+            self._start = self._record
         self._anchor = self._tail  # the resume point is the end of what was fed
-        return [line]
+        return lines
 
-    def _emit(self, now: float, *, size: int, cut: bool = False, complete: bool = True) -> LogLine:
-        dev, inode = self._file  # type: ignore[misc]
-        text = line_text(bytes(self._pending)) + (CUT_MARKER if cut else "")
-        line = LogLine(text, dev, inode, self._start, size, now, cut=cut, complete=complete)
-        self._start += size
+    def _emit(
+        self, now: float, *, size: int, cut: bool = False, complete: bool = True
+    ) -> list[LogLine]:
+        """The pending bytes (``size`` of the file, with their newline) are one record:
+        the lines it ends."""
+        raw = bytes(self._pending)
         self._pending.clear()
-        return line
+        at = self._record
+        self._record += size
+        if self._joiner is None:
+            self._start = self._record
+            text = read_record(raw).text + (CUT_MARKER if cut else "")
+            return [self._line(Joined(text, at, size, cut=cut), now, complete=complete)]
+        if cut:  # a record cut is no JSON: its bytes as they are, a line of its own
+            record = Record(read_record(raw).text + CUT_MARKER)
+        else:
+            record = read_record(raw, DOCKER_JSON)
+        if not complete:
+            record = Record(record.text, record.stamp, record.stream)
+        joined = self._joiner.add(record, at, size)
+        if cut:
+            joined.extend(self._joiner.flush())
+        self._start = self._joiner.start if self._joiner.holding else self._record
+        return [self._line(j, now, complete=complete, cut=cut and j.offset == at) for j in joined]
+
+    def _line(self, joined: Joined, now: float, *, complete: bool, cut: bool = False) -> LogLine:
+        dev, inode = self._file  # type: ignore[misc]
+        return LogLine(
+            joined.text,
+            dev,
+            inode,
+            joined.offset,
+            joined.size,
+            now,
+            cut=cut or joined.cut,
+            complete=complete,
+            stamp=joined.stamp,
+            stream=joined.stream,
+        )
 
 
 class LineBuffer:

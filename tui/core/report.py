@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING
 
@@ -308,9 +308,20 @@ class ServiceFacts:
     # ------------------------------------------------------------------ lines
 
     def feed(
-        self, text: str, dev: int, inode: int, offset: int, size: int, *, utc_offset: int
+        self,
+        text: str,
+        dev: int,
+        inode: int,
+        offset: int,
+        size: int,
+        *,
+        utc_offset: int,
+        stamp: float | None = None,
     ) -> bool:
-        """One log line of file (dev, inode) at ``offset``; whether it gave a metric sample."""
+        """One log line of file (dev, inode) at ``offset``; whether it gave a metric sample.
+
+        ``stamp``: when the log itself says the line was written (a docker record's
+        time, with year and zone): a metric sample's time, over the engine's own."""
         key = (dev, inode)
         if offset < self._read_to.get(key, 0):
             return False  # read before (by the follower or an earlier tail)
@@ -328,13 +339,20 @@ class ServiceFacts:
                 self._deaths.new_run()
                 self._store.begin_run(self.name, found.run)
             elif isinstance(found, MetricSample) and self.log_metrics:
-                kept += self._store.add_sample(self.name, found, utc_offset=utc_offset)
+                sample = found if stamp is None else replace(found, ts=_wall(stamp, utc_offset))
+                kept += self._store.add_sample(self.name, sample, utc_offset=utc_offset)
         return kept > 0
 
     def feed_line(self, line: LogLine, *, utc_offset: int) -> bool:
         """A followed line (:meth:`feed` of its text, file and offset)."""
         return self.feed(
-            line.text, line.dev, line.inode, line.offset, line.size, utc_offset=utc_offset
+            line.text,
+            line.dev,
+            line.inode,
+            line.offset,
+            line.size,
+            utc_offset=utc_offset,
+            stamp=line.stamp,
         )
 
     # ------------------------------------------------------------------ probes
@@ -364,7 +382,7 @@ class ServiceFacts:
             anchor = run.ready.anchor if run is not None and run.ready is not None else None
             if assessment.writes_log and anchor is not None:  # feed() leaves out lines above it
                 self._anchor = ((log.dev, log.inode), anchor)
-            lines = whole_lines(details.tail, details.tail_offset)
+            lines = whole_lines(details.tail, details.tail_offset, format=log.format)
             # The end of the tail's last whole line: where the next line read begins.
             end = (details.tail_offset or 0) + details.tail.rfind(b"\n") + 1
             for index, (text, offset) in enumerate(lines):
@@ -451,6 +469,13 @@ def _gpus(csv: Mapping[str, object], pids: Sequence[int], indexes: Sequence[int]
         read_at=_float(csv.get("apps_at")),
     )
     return attribute(query, apps, pids, indexes)
+
+
+def _wall(stamp: float, utc_offset: int) -> datetime:
+    """Epoch seconds as the host's wall clock (naive), as metric samples carry time."""
+    return datetime.fromtimestamp(stamp, timezone(timedelta(seconds=utc_offset))).replace(
+        tzinfo=None
+    )
 
 
 def _int(value: object) -> int | None:

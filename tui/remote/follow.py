@@ -16,12 +16,14 @@ import time
 from collections.abc import AsyncIterator
 
 from tui.core.answers import AnswerError
+from tui.core.containers import DOCKER_JSON, PLAIN
 from tui.core.follow import FileInfo, FollowState, Start
 from tui.core.frames import FrameDecoder, FrameError
-from tui.core.logcursor import EventKind, EventRow, LogEvent, Row
+from tui.core.logcursor import STREAM_DEV, EventKind, EventRow, LogEvent, Row
 from tui.errors import AuthError, HostKeyError, TransportError
 from tui.remote.agentcall import chatter_note, stream_agent
 from tui.remote.backoff import backoff_delay
+from tui.remote.dockerlogs import DockerLogs
 from tui.remote.transport import Transport, last_line
 
 #: Seconds between attempts to restart the agent after a failure that is not a lost link.
@@ -29,7 +31,13 @@ RETRY_DELAY = 2.0
 
 
 class Follower:
-    """Follows ``path`` (or what ``pid`` writes) on one host and yields rows in order."""
+    """Follows ``path`` (or what ``pid`` writes) on one host and yields rows in order.
+
+    Given ``container`` (name, runtime) and no path, it follows the container's own
+    log: its json-file (each record decoded), found by the agent on the host; where
+    that file cannot be read (another user, another log driver), the runtime's
+    ``docker logs`` (tui/remote/dockerlogs.py), and the first row says which.
+    """
 
     def __init__(
         self,
@@ -40,20 +48,31 @@ class Follower:
         start: Start | None = None,
         pid: int | None = None,
         follow: bool = True,
+        container: tuple[str, str] | None = None,
+        format: str = PLAIN,
     ) -> None:
         self.transport = transport
         self.path = path
         self.pid = pid
         self.follow = follow
         self.initial = start or Start()
-        self.state = FollowState(path, label)
+        self.container = container if not path else None
+        self.state = FollowState(
+            path, label, format=DOCKER_JSON if self.container is not None else format
+        )
         self.connected = False
+        #: The ``docker logs`` follower, once the json-file was found unreadable.
+        self.fallback: DockerLogs | None = None
 
     @property
     def file(self) -> FileInfo | None:
+        if self.fallback is not None:
+            return self.fallback.file
         return self.state.file
 
     def _args(self, start: Start) -> dict[str, object]:
+        if start.cursor is not None and start.cursor.dev == STREAM_DEV:
+            start = Start(from_start=True)  # a cursor in docker logs: no file to resume in
         args: dict[str, object] = {
             "path": self.path,
             "follow": self.follow,
@@ -61,11 +80,41 @@ class Follower:
         }
         if self.pid is not None:
             args["pid"] = self.pid
+        if self.container is not None:
+            args["container"] = {"name": self.container[0], "runtime": self.container[1]}
         return args
+
+    def _unreadable(self) -> DockerLogs | None:
+        """The ``docker logs`` follower, when the host said the json-file cannot be read."""
+        source = self.state.container
+        if self.container is None or source is None or not source.found or source.readable:
+            return None
+        cursor = self.initial.cursor
+        # A cursor in the json-file is of no use to docker logs: this run from its start.
+        start = (
+            self.initial if cursor is None or cursor.dev == STREAM_DEV else Start(from_start=True)
+        )
+        return DockerLogs(
+            self.transport,
+            source.id or self.container[0],
+            runtime=self.container[1],
+            reason=source.why or "the json-file cannot be read here",
+            start=start,
+            follow=self.follow,
+            started_local=source.started_local,
+            name=source.name or self.container[0],
+        )
 
     async def rows(self) -> AsyncIterator[list[Row]]:
         """Batches of rows, in order. Ends at the end of the file without ``follow``;
         otherwise runs until cancelled."""
+        async for batch in self._agent_rows():
+            yield batch
+        if self.fallback is not None:
+            async for batch in self.fallback.rows():
+                yield batch
+
+    async def _agent_rows(self) -> AsyncIterator[list[Row]]:
         lost_at: float | None = None
         failures = 0
         chatter_said = False
@@ -100,6 +149,9 @@ class Follower:
                             yield batch
                     stderr = await process.read_stderr()
                     status = await process.wait()
+                self.fallback = self._unreadable()
+                if self.fallback is not None:
+                    return
                 if not self.follow and (self.state.eof or status == 0):
                     return  # the end, or the agent said why it read nothing (missing, …)
                 detail = last_line(stderr) or f"exit status {status}"

@@ -34,6 +34,28 @@ DEFAULT_TAIL = 500
 TransportFactory = Callable[[Host, SshLinks], Transport]
 
 
+def service_follower(
+    transport: Transport,
+    service: Service,
+    *,
+    start: Start,
+    pid: int | None = None,
+    follow: bool = True,
+) -> Follower:
+    """A follower of ``service``'s log: the file at its ``log:``, or, for a container
+    service without one, the container's own log (its json-file, or ``docker logs``)."""
+    ref = service.container
+    return Follower(
+        transport,
+        service.log or None,
+        label=service.label,
+        start=start,
+        pid=pid,
+        follow=follow,
+        container=(ref.name, ref.runtime) if ref is not None and not service.log else None,
+    )
+
+
 class RowSource(Protocol):
     """What a view needs from a follower (:class:`tui.remote.follow.Follower`)."""
 
@@ -139,13 +161,10 @@ class Sessions:
         cursor: LogCursor | None = None,
         pid: int | None = None,
     ) -> RowSource:
-        """A follower of the session's log: from :attr:`tail` lines back, from ``cursor``
-        (a new run's anchor), or of the file ``pid`` writes."""
-        service = session.service
+        """A follower of the session's log (:func:`service_follower`): from :attr:`tail`
+        lines back, from ``cursor`` (a new run's anchor), or of the file ``pid`` writes."""
         start = Start(cursor=cursor) if cursor is not None else Start(tail=self.tail)
-        return Follower(
-            self.transport(session.host), service.log, label=service.label, start=start, pid=pid
-        )
+        return service_follower(self.transport(session.host), session.service, start=start, pid=pid)
 
     def ops(self, host: Host, service: Service) -> HostOps:
         return TransportOps(self.transport(host), service, wait_timeout=self.wait_timeout)

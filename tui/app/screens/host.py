@@ -168,7 +168,7 @@ class HostScreen(HostActions, Screen[None]):
                 yield MetricsPane(id="metrics")
             yield HintsLine(id="hints")
             yield Static(id="problem")
-            yield LogView(self.service.log, id="log")
+            yield LogView(self.service.log_text, id="log")
             yield SearchBar(id="search")
         yield Footer()
 
@@ -408,7 +408,7 @@ class HostScreen(HostActions, Screen[None]):
 
     def show_problem(self, title: str, message: str) -> None:
         """Say in plain words why the log cannot be followed."""
-        text = f"Cannot follow {self.service.log} on {self.host.name}: {message}"
+        text = f"Cannot follow {self.service.log_text} on {self.host.name}: {message}"
         problem = self.query_one("#problem", Static)
         problem.update(Content(printable(text)))
         problem.border_title = Content(printable(title))
