@@ -22,7 +22,7 @@ from tui.core.logcursor import EventKind, EventRow, LogEvent, Row
 from tui.errors import AuthError, HostKeyError, TransportError
 from tui.remote.agentcall import chatter_note, stream_agent
 from tui.remote.backoff import backoff_delay
-from tui.remote.transport import Transport, last_line
+from tui.remote.transport import Completed, Transport, last_line
 
 #: Seconds between attempts to restart the agent after a failure that is not a lost link.
 RETRY_DELAY = 2.0
@@ -100,6 +100,8 @@ class Follower:
                             yield batch
                     stderr = await process.read_stderr()
                     status = await process.wait()
+                    # A hop that failed (a stopped container) is the way failing, not the log.
+                    self.transport.check(Completed(("follow",), status, process.chatter, stderr))
                 if not self.follow and (self.state.eof or status == 0):
                     return  # the end, or the agent said why it read nothing (missing, …)
                 detail = last_line(stderr) or f"exit status {status}"
