@@ -4,10 +4,13 @@ line, and each hop tells its own failures from the command's exit status by thei
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 
 import pytest
 
+from tui.cli import main
 from tui.config import ContainerRef
 from tui.errors import ConfigError
 from tui.hops import python_of
@@ -61,6 +64,22 @@ def test_every_form_reads_as_its_chain() -> None:
     assert python_of(hosts["podman-box"].hops) == "/usr/bin/python3.11"
     assert python_of(hosts["sglang-box"].hops) == "python3"
     assert python_of(hosts["ct105"].hops) == "python3"
+
+
+def test_babysit_hosts_shows_each_chain(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "hosts.yaml"
+    path.write_text(FORMS)
+    assert main(["hosts", "--config", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "  lxc-docker   ssh root@pve1.example → pct exec 105 → docker exec x" in lines
+    assert "  podman-box   ssh ops@gpu2.example:2222 → podman exec 4f3c9a" in lines
+    assert main(["hosts", "--json", "--config", str(path)]) == 0
+    hosts = {h["name"]: h for h in json.loads(capsys.readouterr().out)["hosts"]}
+    assert hosts["sglang-box"]["transport"] == "docker"
+    assert hosts["sglang-box"]["hops"] == [
+        {"kind": "ssh", "texts": ["ssh root@gpu1.example"]},
+        {"kind": "docker", "texts": ["docker exec sglang-0"]},
+    ]
 
 
 def test_the_agent_runs_with_each_chains_python() -> None:
