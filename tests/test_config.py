@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tui.cli import main
-from tui.config import Engine, HostKeyPolicy, TransportKind
+from tui.config import Engine, HostKeyPolicy
 from tui.errors import ConfigError
 from tui.hostsfile import find_config, parse_config, parse_config_file
 
@@ -25,7 +25,7 @@ def test_example_hosts_yaml_parses_with_chains() -> None:
     config = parse_config_file(REPO / "hosts.example.yaml")
     assert list(config.hosts) == ["kpro5", "kpro6-ct", "here"]
     kpro5 = config.hosts["kpro5"]
-    assert kpro5.transport is TransportKind.SSH
+    assert kpro5.transport == "ssh"
     assert kpro5.chain_text() == "ssh root@kpro5.example"
     qwen = kpro5.services["qwen"]
     assert qwen.engine is Engine.SGLANG
@@ -123,7 +123,7 @@ MISTAKES = [
     ),
     pytest.param(
         "hosts:\n  a:\n    services: {}\n",
-        "{path}:3: hosts.a: says neither ssh:, pct: nor local: true (how to reach it?)",
+        "{path}:3: hosts.a: says neither local: true, ssh: nor pct: (how to reach it?)",
         id="no-transport",
     ),
     pytest.param(

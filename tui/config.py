@@ -11,9 +11,13 @@ import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from tui.engines import Engine
 from tui.errors import UsageError
+
+if TYPE_CHECKING:
+    from tui.hops.spec import Hop
 
 __all__ = ["Engine"]
 
@@ -35,12 +39,6 @@ class MetricsSource(enum.Enum):
 
     LOG = "log"
     PROMETHEUS = "prometheus"
-
-
-class TransportKind(enum.Enum):
-    LOCAL = "local"
-    SSH = "ssh"
-    PCT = "pct"
 
 
 #: The longest grace between SIGTERM and SIGKILL babysit waits (``stop_grace``, ``--grace``).
@@ -155,30 +153,31 @@ class Service:
 
 @dataclass(frozen=True)
 class Host:
-    """A machine babysit can run commands on, and how it gets there.
+    """A machine babysit can run commands on, and the chain of hops that reaches it.
 
-    Invariant: ``ssh`` is set exactly when ``transport`` is SSH or PCT (for PCT it
-    is the Proxmox node); ``vmid`` is set exactly when ``transport`` is PCT.
+    Invariant: ``hops`` holds at least one hop. The first is the chain's base: its
+    ``endpoint`` is where commands start (an SSH server, or None for this machine);
+    the others are prefix hops (tui/hops/), in the order commands pass through them.
     """
 
     name: str
-    transport: TransportKind
     source: Source
     services: Mapping[str, Service]
-    ssh: SshEndpoint | None = None
-    vmid: int | None = None
+    hops: tuple[Hop, ...]
+
+    @property
+    def transport(self) -> str:
+        """The kind of the hop that runs the host's commands (the chain's last)."""
+        return self.hops[-1].kind
+
+    @property
+    def ssh(self) -> SshEndpoint | None:
+        """The SSH server the chain starts from, or None when it starts on this machine."""
+        return self.hops[0].endpoint
 
     def chain(self) -> tuple[str, ...]:
         """Each hop on the way to the host, e.g. ``("ssh root@pve1", "pct exec 105")``."""
-        if self.transport is TransportKind.LOCAL:
-            return ("local",)
-        hops = []
-        if self.ssh and self.ssh.proxy_jump:
-            hops.append(f"ssh {self.ssh.proxy_jump}")
-        hops.append(f"ssh {self.ssh}")
-        if self.transport is TransportKind.PCT:
-            hops.append(f"pct exec {self.vmid}")
-        return tuple(hops)
+        return tuple(text for hop in self.hops for text in hop.texts)
 
     def chain_text(self) -> str:
         return " → ".join(self.chain())

@@ -56,6 +56,20 @@ class TransportError(BabysitError):
     exit_status = 3
 
 
+class HopFailed(TransportError):
+    """A hop on the way (pct exec, docker exec) failed, not the command behind it: a
+    stopped or missing container, no runtime CLI, no python3 inside."""
+
+    title = "hop"
+
+    def __init__(self, message: str, *, hop: str = "", words: str = "") -> None:
+        super().__init__(message)
+        #: The hop that failed, in its chain words (``docker exec sglang-0``).
+        self.hop = printable(hop)
+        #: What it said, without the chain before it.
+        self.words = printable(words) if words else self.message
+
+
 class HostUnreachable(TransportError):
     """No connection: refused, timed out, name not found, or lost and not yet back."""
 

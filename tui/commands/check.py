@@ -1,10 +1,13 @@
 """`babysit check HOST`: connect through the chain and report what babysit needs there.
 
-One round trip collects the remote user, kernel, python3 (the agent needs
-python3 >= 3.6 on the host), whether nvidia-smi answers, and whether each
-service's log exists; a few empty commands then measure the round trip.
-Exit status 0 when all is well, 1 when something babysit needs is missing,
-2 for a config or usage mistake, 3 when the host cannot be reached.
+First each hop after the base is asked, through the hops before it, whether it
+answers (a docker hop: its CLI answers, and the container exists and runs). Then
+one round trip collects the remote user, kernel, python3 (the agent needs
+python3 >= 3.6 on the host: the one the chain's hops choose), whether nvidia-smi
+answers, and whether each service's log exists; a few empty commands then
+measure the round trip. Exit status 0 when all is well, 1 when something babysit
+needs is missing, 2 for a config or usage mistake, 3 when the host (or a hop on
+the way) cannot be reached.
 """
 
 from __future__ import annotations
@@ -22,8 +25,11 @@ from tui.cli import add_config_option, add_json_option
 from tui.config import Host
 from tui.core.sanitize import printable, printable_bytes, printable_text
 from tui.core.units import human_size
-from tui.errors import TransportError
+from tui.errors import HopFailed, TransportError
+from tui.hops import python_of
+from tui.hops.spec import DEFAULT_PYTHON, HopAnswer
 from tui.hostsfile import load_config
+from tui.remote import SshLinks, transport_through
 from tui.remote.agentcall import AGENT_MARK, Preamble, chatter_note
 
 #: The agent that later issues send to hosts is written for this python3 and newer.
@@ -34,14 +40,14 @@ ROUND_TRIPS = 3
 # Runs on the host under /bin/sh; log paths arrive as "$@", never spliced into the text.
 # Output is key NUL value NUL pairs, so no value (a path with a newline, say) can break it.
 PROBE_SCRIPT = r"""
-printf '\036babysit-check:%s\n' "$1"; shift
+printf '\036babysit-check:%s\n' "$1"; py=$2; shift 2
 emit() { printf '%s\0%s\0' "$1" "$2"; }
 emit user "$(id -un 2>/dev/null || id -u)"
 emit kernel "$(uname -sr)"
 emit hostname "$(uname -n)"
-if p=$(command -v python3 2>/dev/null); then
+if p=$(command -v "$py" 2>/dev/null); then
   emit python3 "$p"
-  emit python3_version "$(python3 -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])' 2>&1)"
+  emit python3_version "$("$py" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])' 2>&1)"
 fi
 if p=$(command -v nvidia-smi 2>/dev/null); then
   emit nvidia_smi "$p"
@@ -72,17 +78,28 @@ class LogCheck:
 
 
 @dataclass
+class HopCheck:
+    """Whether one hop of the chain answers; ``ok`` is None for a hop never reached."""
+
+    kind: str
+    text: str
+    ok: bool | None
+    words: str
+
+
+@dataclass
 class CheckReport:
     host: str
     chain: list[str]
     checked_at: str
-    connect_seconds: float
-    round_trip_ms: float
-    user: str
-    kernel: str
-    hostname: str
-    python3: dict[str, object]
-    nvidia_smi: dict[str, object]
+    connect_seconds: float | None = None
+    round_trip_ms: float | None = None
+    user: str = "?"
+    kernel: str = "?"
+    hostname: str = "?"
+    python3: dict[str, object] = field(default_factory=dict)
+    nvidia_smi: dict[str, object] = field(default_factory=dict)
+    hops: list[HopCheck] = field(default_factory=list)
     logs: list[LogCheck] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     #: What babysit copes with but a user should know (the host stays usable: exit 0).
@@ -91,6 +108,11 @@ class CheckReport:
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    @property
+    def reached(self) -> bool:
+        """Whether every hop answered (else the host's own facts are unknown)."""
+        return all(hop.ok for hop in self.hops)
 
     def to_json(self) -> dict[str, object]:
         data = asdict(self)
@@ -111,24 +133,64 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_json(), indent=2))
     else:
         print(render(report), end="")
+    if not report.reached:
+        return TransportError.exit_status
     return 0 if report.ok else 1
 
 
-async def check_host(host: Host) -> CheckReport:
-    from tui.remote import SshLinks, open_transport
+def _now() -> str:
+    return datetime.now(timezone.utc).astimezone().isoformat(timespec="seconds")
 
+
+async def check_hops(host: Host, links: SshLinks) -> list[HopCheck]:
+    """Each prefix hop asked in turn, through the hops before it, whether it answers; the
+    first that does not ends the asking (the hops after it are not reached)."""
+    checks: list[HopCheck] = []
+    failed = False
+    for at, hop in enumerate(host.hops):
+        text = " → ".join(hop.texts)
+        if at == 0 or failed:
+            words = "not reached" if failed else "answers"
+            checks.append(HopCheck(hop.kind, text, None if failed else True, words))
+            continue
+        command = hop.check_command()
+        try:
+            if command is not None:
+                before = transport_through(host.hops[:at], links)
+                answer = hop.check_answer(await before.run(command, timeout=PROBE_TIMEOUT))
+            else:
+                through = transport_through(host.hops[: at + 1], links)
+                answer = hop.check_answer(await through.run(["true"], timeout=PROBE_TIMEOUT))
+        except HopFailed as error:
+            answer = HopAnswer(False, error.words if error.hop == text else error.message)
+        checks.append(HopCheck(hop.kind, text, answer.ok, printable(answer.words)))
+        failed = not answer.ok
+    return checks
+
+
+async def check_host(host: Host) -> CheckReport:
     links = SshLinks()
-    transport = open_transport(host, links)
+    transport = transport_through(host.hops, links)
+    python = python_of(host.hops)
     try:
         started = time.monotonic()
-        services = list(host.services.values())
+        hops = await check_hops(host, links)
+        if not all(hop.ok for hop in hops):
+            return unreached(host, hops)
+        services = [s for s in host.services.values() if s.log]
         nonce = secrets.token_hex(8)
-        probe = await transport.run(
-            # Its name carries the agent's mark: a probe running meanwhile never takes
-            # this shell (whose argv holds the log paths) for a server.
-            ["sh", "-c", PROBE_SCRIPT, f"{AGENT_MARK}-check", nonce, *(s.log for s in services)],
-            timeout=PROBE_TIMEOUT,
-        )
+        try:
+            probe = await transport.run(
+                # Its name carries the agent's mark: a probe running meanwhile never takes
+                # this shell (whose argv holds the log paths) for a server.
+                ["sh", "-c", PROBE_SCRIPT, f"{AGENT_MARK}-check", nonce, python]
+                + [s.log for s in services],
+                timeout=PROBE_TIMEOUT,
+            )
+        except HopFailed as error:
+            at = next((i for i, hop in enumerate(hops) if hop.text == error.hop), len(hops) - 1)
+            hops[at] = HopCheck(hops[at].kind, hops[at].text, False, error.words)
+            return unreached(host, hops)
         connect_seconds = time.monotonic() - started
         if not probe.ok:
             raise TransportError(
@@ -146,10 +208,21 @@ async def check_host(host: Host) -> CheckReport:
     preamble = Preamble(b"\x1ebabysit-check:" + nonce.encode() + b"\n")
     output = preamble.feed(probe.stdout)
     preamble.finish()
-    report = build_report(host, _pairs(output), connect_seconds, statistics.median(samples))
+    report = build_report(
+        host, _pairs(output), connect_seconds, statistics.median(samples), python=python
+    )
+    report.hops = hops
     if preamble.chatter:
         report.warnings.append(chatter_note(preamble.chatter))
     return report
+
+
+def unreached(host: Host, hops: list[HopCheck]) -> CheckReport:
+    """The report of a host behind a hop that does not answer."""
+    problems = [f"{hop.text}: {hop.words}" for hop in hops if hop.ok is False]
+    return CheckReport(
+        host=host.name, chain=list(host.chain()), checked_at=_now(), hops=hops, problems=problems
+    )
 
 
 #: The check's fields that hold several lines (every other is one line).
@@ -170,7 +243,12 @@ def _pairs(raw: bytes) -> list[tuple[str, str]]:
 
 
 def build_report(
-    host: Host, pairs: list[tuple[str, str]], connect_seconds: float, round_trip_ms: float
+    host: Host,
+    pairs: list[tuple[str, str]],
+    connect_seconds: float,
+    round_trip_ms: float,
+    *,
+    python: str = DEFAULT_PYTHON,
 ) -> CheckReport:
     values = dict(pairs)
     problems: list[str] = []
@@ -178,7 +256,7 @@ def build_report(
     python3: dict[str, object] = {"path": values.get("python3"), "version": None, "ok": False}
     if "python3" not in values:
         problems.append(
-            f"python3 not found on {host.name}; babysit runs a small python3 (>= 3.6) "
+            f"{python} not found on {host.name}; babysit runs a small python3 (>= 3.6) "
             "helper there: install python3"
         )
     else:
@@ -210,7 +288,8 @@ def build_report(
         else:
             nvidia["error"] = output.splitlines()[-1] if output else "no output"
 
-    # One record per log path, in the order the paths were given (one per service).
+    # One record per log path, in the order the paths were given (one per service
+    # with a log file: a container's own log is the container's to say).
     records: list[tuple[bool, str]] = []
     stat_text: str | None = None
     for key, value in pairs:
@@ -222,7 +301,8 @@ def build_report(
             records.append((True, value))
             stat_text = None
     logs: list[LogCheck] = []
-    for service, (exists, stat_value) in zip(host.services.values(), records, strict=False):
+    with_logs = [s for s in host.services.values() if s.log]
+    for service, (exists, stat_value) in zip(with_logs, records, strict=False):
         check = LogCheck(service.name, service.log, exists=exists)
         parts = stat_value.split()
         if len(parts) == 3 and all(p.isdigit() for p in parts):
@@ -236,7 +316,7 @@ def build_report(
     return CheckReport(
         host=host.name,
         chain=list(host.chain()),
-        checked_at=datetime.now(timezone.utc).astimezone().isoformat(timespec="seconds"),
+        checked_at=_now(),
         connect_seconds=round(connect_seconds, 3),
         round_trip_ms=round(round_trip_ms, 2),
         user=values.get("user", "?"),
@@ -250,10 +330,21 @@ def build_report(
 
 
 def render(report: CheckReport) -> str:
-    lines = [
-        f"{report.host}: {' → '.join(report.chain)}",
-        f"  connected   first answer in {report.connect_seconds:.2f} s · "
-        f"round trip {report.round_trip_ms:.1f} ms (median of {ROUND_TRIPS})",
+    lines = [f"{report.host}: {' → '.join(report.chain)}"]
+    if len(report.hops) > 1:
+        marks = {True: "ok", False: "NO", None: "--"}
+        lines.append("  hops")
+        lines.extend(
+            f"    {marks[hop.ok]}  {printable(hop.text)}: {printable(hop.words)}"
+            for hop in report.hops
+        )
+    if not report.reached:
+        lines.append(f"{len(report.problems)} problem(s):")
+        lines.extend(f"  - {printable(problem)}" for problem in report.problems)
+        return "\n".join(lines) + "\n"
+    lines += [
+        f"  connected   first answer in {report.connect_seconds or 0:.2f} s · "
+        f"round trip {report.round_trip_ms or 0:.1f} ms (median of {ROUND_TRIPS})",
         f"  user        {report.user} on {report.hostname}",
         f"  kernel      {report.kernel}",
     ]

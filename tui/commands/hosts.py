@@ -1,4 +1,5 @@
-"""`babysit hosts`: list hosts, their services and how each host is reached."""
+"""`babysit hosts`: list hosts, their services and how each host is reached (its chain
+of hops: ``ssh root@gpu1 → docker exec sglang-0``)."""
 
 from __future__ import annotations
 
@@ -32,8 +33,9 @@ def to_json(config: Config) -> dict[str, object]:
         "hosts": [
             {
                 "name": host.name,
-                "transport": host.transport.value,
+                "transport": host.transport,
                 "chain": list(host.chain()),
+                "hops": [{"kind": hop.kind, "texts": list(hop.texts)} for hop in host.hops],
                 "services": [
                     {
                         "name": service.name,
@@ -72,5 +74,7 @@ def render(config: Config) -> str:
                 details.append(f"port {service.port}")
             if service.gpus:
                 details.append("gpus " + ",".join(str(g) for g in service.gpus))
-            lines.append(f"  {'':<{width}}    {service.name}: {service.log} ({', '.join(details)})")
+            lines.append(
+                f"  {'':<{width}}    {service.name}: {service.log_text} ({', '.join(details)})"
+            )
     return "\n".join(lines) + "\n"

@@ -1,90 +1,31 @@
-"""One entry of hosts.yaml's ``hosts:``: how babysit reaches the host, and its services."""
+"""One entry of hosts.yaml's ``hosts:``: the chain of hops that reaches the host, and its
+services. Each hop's keys are its own module's (tui/hops/); this reads which are given."""
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
+from collections.abc import Mapping
 from types import MappingProxyType
 
 import yaml
 
-from tui.config import (
-    DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_KEEPALIVE_INTERVAL,
-    Host,
-    HostKeyPolicy,
-    Service,
-    SshEndpoint,
-    TransportKind,
-)
+from tui import hops
+from tui.config import Host, Service
+from tui.hops.spec import Hop, HopInput, HopSpec
 from tui.hostsfile.instances import expand_instances
 from tui.hostsfile.reader import NAME_RE, Reader
 from tui.hostsfile.services import parse_service
-from tui.yamlnodes import shown
 
-_HOST_KEYS = (
-    "ssh",
-    "pct",
-    "local",
-    "services",
-    "port",
-    "user",
-    "identity_file",
-    "known_hosts",
-    "proxy_jump",
-    "host_key_policy",
-    "connect_timeout",
-    "keepalive_interval",
-)
-_SSH_OPTION_KEYS = _HOST_KEYS[4:]
-_PCT_KEYS = ("node", "vmid")
-_TARGET_RE = re.compile(
-    r"^(?:(?P<user>[^@\s]+)@)?(?:\[(?P<ipv6>[0-9A-Fa-f:.]+)\]|(?P<host>[^@:\s\[\]]+))"
-    r"(?::(?P<port>\d+))?$"
-)
+Entries = dict[str, tuple[yaml.Node, yaml.Node]]
 
 
 def parse_host(reader: Reader, name: str, key_node: yaml.Node, node: yaml.Node) -> Host:
     key = f"hosts.{name}"
     reader.name(key_node, name, key, "host names use letters, digits, '.', '_' and '-'", NAME_RE)
-    entries = reader.mapping(node, key, allowed=_HOST_KEYS)
-    given = [kind for kind in ("ssh", "pct", "local") if kind in entries]
-    if not given:
-        raise reader.fail(node, key, "says neither ssh:, pct: nor local: true (how to reach it?)")
-    if len(given) > 1:
-        second = entries[given[1]][0]
-        raise reader.fail(
-            second,
-            f"{key}.{given[1]}",
-            f"a host has one transport, but this one has {' and '.join(given)}",
-        )
-    kind = given[0]
+    kinds = hops.specs()
+    options = tuple(dict.fromkeys(option for spec in kinds.values() for option in spec.options))
+    entries = reader.mapping(node, key, allowed=(*kinds, "services", *options))
+    chain = _chain(reader, key, node, entries, kinds)
     source = reader.source(key_node)
-    ssh: SshEndpoint | None = None
-    vmid: int | None = None
-    if kind == "local":
-        v_node = entries["local"][1]
-        if not reader.boolean(v_node, f"{key}.local"):
-            raise reader.fail(v_node, f"{key}.local", "must be true (or remove the key)")
-        for option in _SSH_OPTION_KEYS:
-            if option in entries:
-                raise reader.fail(
-                    entries[option][0], f"{key}.{option}", "applies to ssh and pct hosts only"
-                )
-        transport = TransportKind.LOCAL
-    elif kind == "ssh":
-        ssh = _parse_endpoint(reader, entries, key, entries["ssh"][1], f"{key}.ssh")
-        transport = TransportKind.SSH
-    else:
-        pct = reader.mapping(entries["pct"][1], f"{key}.pct", allowed=_PCT_KEYS)
-        for required in _PCT_KEYS:
-            if required not in pct:
-                raise reader.fail(
-                    entries["pct"][1], f"{key}.pct.{required}", "missing required key"
-                )
-        ssh = _parse_endpoint(reader, entries, key, pct["node"][1], f"{key}.pct.node")
-        vmid = reader.integer(pct["vmid"][1], f"{key}.pct.vmid", 100, 999_999_999)
-        transport = TransportKind.PCT
 
     services: dict[str, Service] = {}
     if "services" in entries:
@@ -101,79 +42,44 @@ def parse_host(reader: Reader, name: str, key_node: yaml.Node, node: yaml.Node) 
                             s_key, f"{key}.services.{one_name}", "two services get this name"
                         )
                     services[one_name] = parse_service(reader, name, one_name, s_key, one_node)
-    return Host(
-        name=name,
-        transport=transport,
-        source=source,
-        services=MappingProxyType(services),
-        ssh=ssh,
-        vmid=vmid,
-    )
+    return Host(name=name, source=source, services=MappingProxyType(services), hops=chain)
 
 
-def _parse_endpoint(
-    reader: Reader,
-    entries: dict[str, tuple[yaml.Node, yaml.Node]],
-    host_key: str,
-    target_node: yaml.Node,
-    target_key: str,
-) -> SshEndpoint:
-    target = reader.string(target_node, target_key)
-    match = _TARGET_RE.match(target)
-    if not match:
-        raise reader.fail(
-            target_node, target_key, f"expected user@host[:port], not {shown(target)}"
-        )
-    host = match["ipv6"] or match["host"]
-    user = match["user"]
-    port = int(match["port"]) if match["port"] and len(match["port"]) <= 5 else None
-    if match["port"] and (port is None or not 1 <= port <= 65535):
-        given = f", not {port}" if port is not None else ""
-        raise reader.fail(target_node, target_key, f"port must be between 1 and 65535{given}")
-
-    def option(name: str) -> yaml.Node | None:
-        return entries[name][1] if name in entries else None
-
-    if (node := option("port")) is not None:
-        value = reader.integer(node, f"{host_key}.port", 1, 65535)
-        if port is not None and value != port:
-            raise reader.fail(node, f"{host_key}.port", f"is {value} but {target_key} says {port}")
-        port = value
-    if (node := option("user")) is not None:
-        value_s = reader.string(node, f"{host_key}.user")
-        if user is not None and value_s != user:
+def _chain(
+    reader: Reader, key: str, node: yaml.Node, entries: Entries, kinds: Mapping[str, HopSpec]
+) -> tuple[Hop, ...]:
+    """The host's hops: the one kind that is a base, then the others in rank order."""
+    given = [kinds[name] for name in entries if name in kinds]
+    bases = [spec for spec in given if spec.base]
+    ways = [spec.written for spec in kinds.values() if spec.base]
+    either = f"{', '.join(ways[:-1])} or {ways[-1]}"
+    if not bases:
+        if given:
+            first = given[0].kind
             raise reader.fail(
-                node,
-                f"{host_key}.user",
-                f"is {shown(value_s)} but {target_key} says {shown(user)}",
+                entries[first][0],
+                f"{key}.{first}",
+                f"goes on from a machine babysit must reach first: say which with {either}",
             )
-        user = value_s
-    identity_file = known_hosts = proxy_jump = None
-    if (node := option("identity_file")) is not None:
-        identity_file = str(Path(reader.host_path(node, f"{host_key}.identity_file")).expanduser())
-    if (node := option("known_hosts")) is not None:
-        known_hosts = str(Path(reader.host_path(node, f"{host_key}.known_hosts")).expanduser())
-    if (node := option("proxy_jump")) is not None:
-        proxy_jump = reader.string(node, f"{host_key}.proxy_jump")
-        if not _TARGET_RE.match(proxy_jump):
-            raise reader.fail(node, f"{host_key}.proxy_jump", "expected user@host[:port]")
-    policy = HostKeyPolicy.STRICT
-    if (node := option("host_key_policy")) is not None:
-        policy = reader.choice(node, f"{host_key}.host_key_policy", HostKeyPolicy)  # type: ignore[assignment]
-    connect_timeout = DEFAULT_CONNECT_TIMEOUT
-    if (node := option("connect_timeout")) is not None:
-        connect_timeout = reader.number(node, f"{host_key}.connect_timeout", 0, 600)
-    keepalive = DEFAULT_KEEPALIVE_INTERVAL
-    if (node := option("keepalive_interval")) is not None:
-        keepalive = reader.number(node, f"{host_key}.keepalive_interval", 0, 3600)
-    return SshEndpoint(
-        host=host,
-        port=port,
-        user=user,
-        identity_file=identity_file,
-        known_hosts=known_hosts,
-        proxy_jump=proxy_jump,
-        host_key_policy=policy,
-        connect_timeout=connect_timeout,
-        keepalive_interval=keepalive,
-    )
+        neither = f"{', '.join(ways[:-1])} nor {ways[-1]}"
+        raise reader.fail(node, key, f"says neither {neither} (how to reach it?)")
+    if len(bases) > 1:
+        second = bases[1].kind
+        raise reader.fail(
+            entries[second][0],
+            f"{key}.{second}",
+            f"a host has one transport, but this one has {' and '.join(b.kind for b in bases)}",
+        )
+    for option, (option_key, _) in entries.items():
+        owners = [spec.kind for spec in kinds.values() if option in spec.options]
+        if owners and not any(option in spec.options for spec in given):
+            raise reader.fail(
+                option_key, f"{key}.{option}", f"applies to {' and '.join(owners)} hosts only"
+            )
+    ordered = [bases[0], *sorted((s for s in given if not s.base), key=lambda s: s.rank)]
+    chain: list[Hop] = []
+    for spec in ordered:
+        chain.extend(
+            spec.parse(HopInput(reader, f"{key}.{spec.kind}", key, entries[spec.kind][1], entries))
+        )
+    return tuple(chain)

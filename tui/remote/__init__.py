@@ -1,9 +1,12 @@
-"""Reaching hosts: transports (local, ssh, pct) and, later, the agent sent over them."""
+"""Reaching hosts: the transports that run a chain of hops (tui/hops/), and the agent
+sent through them."""
 
 from __future__ import annotations
 
-from tui.config import Host, TransportKind
-from tui.errors import ConfigError
+from collections.abc import Sequence
+
+from tui.config import Host
+from tui.hops.spec import Hop
 from tui.remote.links import SshLinks
 from tui.remote.local import LocalTransport
 from tui.remote.transport import Completed, RemoteProcess, Transport
@@ -11,18 +14,25 @@ from tui.remote.transport import Completed, RemoteProcess, Transport
 
 def open_transport(host: Host, links: SshLinks) -> Transport:
     """The transport for ``host``; SSH connections come from (and stay in) ``links``."""
-    if host.transport is TransportKind.LOCAL:
-        return LocalTransport()
-    if host.ssh is None:
-        raise ConfigError(f"{host.source}: hosts.{host.name}: no SSH endpoint")
-    link = links.get(host.ssh)
-    if host.transport is TransportKind.PCT and host.vmid is not None:
-        from tui.remote.pct import PctTransport
+    return transport_through(host.hops, links)
 
-        return PctTransport(link, host.vmid)
+
+def transport_through(hops: Sequence[Hop], links: SshLinks) -> Transport:
+    """A transport through ``hops``: from this machine, or from the SSH server the first
+    hop names, over its link in ``links``."""
+    endpoint = hops[0].endpoint
+    if endpoint is None:
+        return LocalTransport(hops)
     from tui.remote.ssh import SshTransport
 
-    return SshTransport(link)
+    return SshTransport(links.get(endpoint), hops)
 
 
-__all__ = ["Completed", "RemoteProcess", "SshLinks", "Transport", "open_transport"]
+__all__ = [
+    "Completed",
+    "RemoteProcess",
+    "SshLinks",
+    "Transport",
+    "open_transport",
+    "transport_through",
+]

@@ -28,7 +28,6 @@ import contextlib
 import json
 import os
 import secrets
-import sys
 import zlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -39,7 +38,6 @@ from tui.agent.protocol import AGENT_MARK
 from tui.core.sanitize import clean_line
 from tui.errors import TransportError
 from tui.remote.bundle import bundle, mode_of
-from tui.remote.local import LocalTransport
 from tui.remote.transport import Completed, RemoteProcess, Transport
 
 # Reads "<n> <m>\n", then n bytes of compressed source and m bytes of request, straight
@@ -81,8 +79,9 @@ def agent_source(mode: str) -> bytes:
 
 
 def agent_argv(transport: Transport) -> list[str]:
-    """The agent's command line on the transport's host: the same for every request."""
-    python = sys.executable if isinstance(transport, LocalTransport) else "python3"
+    """The agent's command line on the transport's host: the same for every request,
+    with the python the transport's hops choose."""
+    python = transport.python
     # -I: no PYTHON* variables, user site or current folder can put another module in
     # the agent's way; -S: no site-packages to scan (the agent needs the stdlib only).
     return [python, "-I", "-S", "-c", BOOTSTRAP]

@@ -24,7 +24,7 @@ from tui.errors import AuthError, HostKeyError, TransportError
 from tui.remote.agentcall import chatter_note, stream_agent
 from tui.remote.backoff import backoff_delay
 from tui.remote.dockerlogs import DockerLogs
-from tui.remote.transport import Transport, last_line
+from tui.remote.transport import Completed, Transport, last_line
 
 #: Seconds between attempts to restart the agent after a failure that is not a lost link.
 RETRY_DELAY = 2.0
@@ -149,6 +149,8 @@ class Follower:
                             yield batch
                     stderr = await process.read_stderr()
                     status = await process.wait()
+                    # A hop that failed (a stopped container) is the way failing, not the log.
+                    self.transport.check(Completed(("follow",), status, process.chatter, stderr))
                 self.fallback = self._unreadable()
                 if self.fallback is not None:
                     return

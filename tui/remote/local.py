@@ -3,7 +3,9 @@
 Each command starts in a session of its own, so ending it (timeout, cancel)
 reaches its children too. We only ever signal a process we started and have not
 yet reaped, through a pidfd where the kernel has one, so a recycled pid is never
-hit.
+hit. Behind a prefix hop (``docker exec -i``) the command runs elsewhere, where
+ending our subprocess does not reach it: there it runs in the lifeline, whose
+stdin we hold until it ends.
 """
 
 from __future__ import annotations
@@ -12,9 +14,12 @@ import asyncio
 import contextlib
 import os
 import signal
+import sys
 from collections.abc import AsyncIterator, Sequence
 
 from tui.errors import CommandTimeout, RemoteCommandMissing
+from tui.hops.local import LocalHop
+from tui.hops.spec import Hop
 from tui.remote.transport import EXIT_NOT_FOUND, Completed, RemoteProcess, Transport
 
 #: How long a command gets between SIGTERM and SIGKILL when we end it.
@@ -35,7 +40,10 @@ def _signal_group(proc: asyncio.subprocess.Process, signum: int) -> None:
 
 
 async def _end(proc: asyncio.subprocess.Process) -> None:
-    """SIGTERM the command's group, then SIGKILL it if it has not gone within the grace."""
+    """Close its stdin (a lifeline's end), SIGTERM the command's group, then SIGKILL it if
+    it has not gone within the grace."""
+    if proc.stdin is not None and not proc.stdin.is_closing():
+        proc.stdin.close()
     _signal_group(proc, signal.SIGTERM)
     try:
         await asyncio.wait_for(proc.wait(), TERM_GRACE)
@@ -50,8 +58,10 @@ def _not_found(argv: Sequence[str], error: OSError) -> Completed:
 
 
 class LocalProcess(RemoteProcess):
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+    def __init__(self, proc: asyncio.subprocess.Process, *, lifeline: bool = False) -> None:
         self._proc = proc
+        #: Whether stdin is the lifeline (ours to hold, not the caller's to write).
+        self._lifeline = lifeline
 
     async def chunks(self) -> AsyncIterator[bytes]:  # type: ignore[override]
         stdout = self._proc.stdout  # a pipe: stream() always asks for one
@@ -63,12 +73,14 @@ class LocalProcess(RemoteProcess):
         return await stderr.read() if stderr is not None else b""
 
     async def write(self, data: bytes) -> None:
-        if self._proc.stdin is None:
+        if self._proc.stdin is None or self._lifeline:
             raise RuntimeError("this stream was started without stdin=True")
         self._proc.stdin.write(data)
         await self._proc.stdin.drain()
 
     async def close_stdin(self) -> None:
+        if self._lifeline:
+            raise RuntimeError("this stream was started without stdin=True")
         if self._proc.stdin is not None and not self._proc.stdin.is_closing():
             self._proc.stdin.close()
 
@@ -77,28 +89,54 @@ class LocalProcess(RemoteProcess):
         return status if status >= 0 else None
 
 
+async def _collect(proc: asyncio.subprocess.Process) -> tuple[bytes, bytes]:
+    """Stdout and stderr of ``proc`` until it ends, its stdin held open (the lifeline)
+    and closed once it has."""
+    stdout, stderr = proc.stdout, proc.stderr
+    if stdout is None or stderr is None:  # run() pipes both, always
+        raise RuntimeError("the command was started without pipes for its output")
+    out, err, _ = await asyncio.gather(stdout.read(), stderr.read(), proc.wait())
+    if proc.stdin is not None:
+        proc.stdin.close()
+    return out, err
+
+
 class LocalTransport(Transport):
-    chain = ("local",)
+    """Runs argv lists here, or behind the prefix hops of ``hops`` (the first is the
+    local base)."""
+
+    def __init__(self, hops: Sequence[Hop] = (LocalHop(),)) -> None:
+        self.take(hops)
+
+    @property
+    def python(self) -> str:
+        """babysit's own python on this machine; behind a prefix hop, the hops' choice."""
+        return super().python if self.prefix else sys.executable
 
     async def run(
         self, argv: Sequence[str], *, timeout: float, stdin: bytes | None = None
     ) -> Completed:
+        lifeline = bool(self.prefix) and stdin is None
+        command = self.command(argv, lifeline=lifeline)
         try:
             proc = await asyncio.create_subprocess_exec(
-                *argv,
-                stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+                *command,
+                stdin=asyncio.subprocess.PIPE
+                if stdin is not None or lifeline
+                else asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
             )
         except (FileNotFoundError, PermissionError, NotADirectoryError) as error:
-            return _not_found(argv, error)
+            return self.check(_not_found(command, error))
         try:
-            out, err = await asyncio.wait_for(proc.communicate(stdin), timeout)
+            collect = _collect(proc) if lifeline else proc.communicate(stdin)
+            out, err = await asyncio.wait_for(collect, timeout)
         except asyncio.TimeoutError:
             await _end(proc)
             raise CommandTimeout(
-                f"local: {argv[0]} did not finish within {timeout:g} s and was ended"
+                f"{self.chain_text}: {argv[0]} did not finish within {timeout:g} s and was ended"
             ) from None
         except asyncio.CancelledError:
             await asyncio.shield(_end(proc))
@@ -106,24 +144,29 @@ class LocalTransport(Transport):
         status = proc.returncode
         if status is not None and status < 0:
             return Completed(tuple(argv), None, out, err, signal=signal.Signals(-status).name)
-        return Completed(tuple(argv), status, out, err)
+        return self.check(Completed(tuple(argv), status, out, err))
 
     @contextlib.asynccontextmanager
     async def stream(  # type: ignore[override]
         self, argv: Sequence[str], *, stdin: bool = False
     ) -> AsyncIterator[RemoteProcess]:
+        lifeline = bool(self.prefix) and not stdin
+        command = self.command(argv, lifeline=lifeline)
         try:
             proc = await asyncio.create_subprocess_exec(
-                *argv,
-                stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
+                *command,
+                stdin=asyncio.subprocess.PIPE if stdin or lifeline else asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
             )
         except (FileNotFoundError, PermissionError, NotADirectoryError) as error:
-            raise RemoteCommandMissing(f"local: cannot run {argv[0]}: {error.strerror}") from None
+            self.check(_not_found(command, error))
+            raise RemoteCommandMissing(
+                f"{self.chain_text}: cannot run {command[0]}: {error.strerror}"
+            ) from None
         try:
-            yield LocalProcess(proc)
+            yield LocalProcess(proc, lifeline=lifeline)
         finally:
             if proc.returncode is None:
                 await asyncio.shield(_end(proc))

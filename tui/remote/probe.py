@@ -216,7 +216,7 @@ class ProbeChannel:
                 await self._end()
                 ended = None if status is not None else "a signal"
                 return self.transport.check(
-                    Completed(("probe",), status, b"", stderr, signal=ended)
+                    Completed(("probe",), status, agent.process.chatter, stderr, signal=ended)
                 )
             agent.buffer += chunk
         answer, _, agent.buffer = agent.buffer.partition(b"\n")

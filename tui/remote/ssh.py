@@ -1,8 +1,8 @@
 """The SSH transport: argv lists run as channels on an endpoint's shared link.
 
 Each command is a new channel on one of the link's connections
-(:mod:`tui.remote.sshlink`); the pct transport runs its commands through the same
-code behind a ``pct exec VMID --`` prefix.
+(:mod:`tui.remote.sshlink`), behind the prefix of the chain's other hops
+(``pct exec VMID --``, ``docker exec -i NAME``).
 """
 
 from __future__ import annotations
@@ -15,13 +15,14 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 import asyncssh
 
 from tui.errors import CommandTimeout, HostUnreachable
+from tui.hops.spec import Hop
+from tui.hops.ssh import SshHop
 from tui.remote.sshlink import SshLink
 from tui.remote.transport import (
     Completed,
     RemoteProcess,
     Transport,
     remote_command,
-    with_lifeline,
 )
 
 _CHUNK = 64 * 1024
@@ -80,22 +81,15 @@ def _status_of(process: asyncssh.SSHClientProcess, name: str) -> tuple[int | Non
 
 
 class SshTransport(Transport):
-    """Runs argv lists over an :class:`SshLink`, optionally behind a fixed prefix.
+    """Runs argv lists over an :class:`SshLink`, behind the prefix hops of ``hops``
+    (the first is the ssh base whose server the link reaches)."""
 
-    The prefix lets the pct transport reuse everything here: its argv becomes
-    ``pct exec VMID -- argv…`` on the node's link.
-    """
-
-    def __init__(self, link: SshLink, prefix: Sequence[str] = (), hops: Sequence[str] = ()) -> None:
+    def __init__(self, link: SshLink, hops: Sequence[Hop] | None = None) -> None:
         self.link = link
-        self.prefix = tuple(prefix)
-        self.chain = (link.name, *hops)
+        self.take(hops if hops is not None else (SshHop(link.endpoint),))
 
     def status_text(self) -> str:
         return self.link.status.describe()
-
-    def _command(self, argv: Sequence[str]) -> str:
-        return remote_command([*self.prefix, *argv])
 
     async def _open(self, argv: Sequence[str], deadline: float) -> asyncssh.SSHClientProcess:
         """Open a channel running ``argv``, on a connection with a session to spare.
@@ -104,7 +98,7 @@ class SshTransport(Transport):
         on a fresh connection, and one that a full connection refused is retried on
         another (the command never started either way, so this cannot run it twice).
         """
-        command = self._command(argv)
+        command = remote_command(argv)
         lost_once = False
         while True:
             session = await self.link.session(deadline)
@@ -128,7 +122,7 @@ class SshTransport(Transport):
         self, argv: Sequence[str], *, timeout: float, stdin: bytes | None = None
     ) -> Completed:
         deadline = time.monotonic() + timeout
-        wrapped = list(argv) if stdin is not None else with_lifeline(argv)
+        wrapped = self.command(argv, lifeline=stdin is None)
         async with self.link.runs:
             process = await self._open(wrapped, deadline)
             try:
@@ -153,15 +147,16 @@ class SshTransport(Transport):
                 process.close()
                 raise
         status, signal_name = _status_of(process, self.chain_text)
-        return Completed(
+        completed = Completed(
             tuple(argv), status, bytes(out or b""), bytes(err or b""), signal=signal_name
         )
+        return self.check(completed)
 
     @contextlib.asynccontextmanager
     async def stream(  # type: ignore[override]
         self, argv: Sequence[str], *, stdin: bool = False
     ) -> AsyncIterator[RemoteProcess]:
-        wrapped = list(argv) if stdin else with_lifeline(argv)
+        wrapped = self.command(argv, lifeline=not stdin)
         process = await self._open(
             wrapped, time.monotonic() + self.link.endpoint.connect_timeout + 1
         )

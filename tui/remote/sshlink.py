@@ -22,6 +22,7 @@ import asyncssh
 
 from tui.config import SshEndpoint
 from tui.errors import AuthError, HostKeyError, HostUnreachable, TransportError
+from tui.hops.ssh import SshHop
 from tui.remote.backoff import backoff_delay
 from tui.remote.sshdial import Dialer
 from tui.remote.sshpool import Pooled, Session
@@ -100,7 +101,7 @@ class SshLink:
 
     @property
     def name(self) -> str:
-        return f"ssh {self.endpoint}"
+        return SshHop(self.endpoint).texts[-1]
 
     @property
     def connections(self) -> int:

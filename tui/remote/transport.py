@@ -2,8 +2,10 @@
 
 A :class:`Transport` runs an argv list — never a shell string built by
 concatenation — and either waits for it (:meth:`Transport.run`) or streams its
-output (:meth:`Transport.stream`). The three kinds (local, ssh, pct) differ only
-in how the argv travels; callers never care which one they hold.
+output (:meth:`Transport.stream`). It runs what a host's chain of hops says
+(tui/hops/): its base starts the command (a local subprocess, or a channel on an
+SSH link), and every prefix hop puts its words before the argv. Callers never care
+which hops they go through.
 
 Remote arguments travel through the remote user's login shell, so every one is
 quoted with :func:`shlex.quote`; the login shell must be POSIX-like (sh, bash,
@@ -13,24 +15,27 @@ dash, zsh). What arrives is byte-for-byte the argv that was given.
 from __future__ import annotations
 
 import abc
+import dataclasses
 import shlex
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 
-from tui.core.sanitize import printable
+from tui.errors import HopFailed
+from tui.hops import chain_of, python_of
+from tui.hops.spec import EXIT_NOT_FOUND, Answer, Hop, last_line
 
-#: Exit status shells use for "command not found"; every transport reports it the same way.
-EXIT_NOT_FOUND = 127
+__all__ = ["EXIT_NOT_FOUND", "Completed", "RemoteProcess", "Transport", "last_line"]
 
 # A POSIX sh wrapper that ends the command when our end of the channel goes away.
 #
 # sshd does not signal a command when its channel closes (there is no pty), and
-# `pct exec` forwards stdin but not signals, so a remote `tail -F` would outlive
-# us. The wrapper keeps the channel's stdin as a lifeline: the command itself
-# reads /dev/null, a watcher subshell waits for EOF on the lifeline and then
-# sends SIGTERM to the command. When the command ends first, the shell kills the
-# watcher subshell before it can signal anything, so no recycled pid is ever hit.
+# `pct exec` and `docker exec -i` forward stdin but not signals (nor the end of
+# their own client), so a remote `tail -F` would outlive us. The wrapper keeps
+# the channel's stdin as a lifeline: the command itself reads /dev/null, a
+# watcher subshell waits for EOF on the lifeline and then sends SIGTERM to the
+# command. When the command ends first, the shell kills the watcher subshell
+# before it can signal anything, so no recycled pid is ever hit.
 LIFELINE_SCRIPT = (
     "exec 3<&0 </dev/null; "
     '"$@" & child=$!; '
@@ -73,12 +78,6 @@ class Completed:
         return last_line(self.stderr)
 
 
-def last_line(data: bytes) -> str:
-    """The last non-empty line of a host's output, made printable (for error messages)."""
-    lines = [line for line in data.decode("utf-8", "replace").splitlines() if line.strip()]
-    return printable(lines[-1].strip()) if lines else ""
-
-
 class RemoteProcess(abc.ABC):
     """A running command whose output is being streamed.
 
@@ -108,14 +107,35 @@ class RemoteProcess(abc.ABC):
 
 
 class Transport(abc.ABC):
-    """Runs argv lists on one host."""
+    """Runs argv lists on one host, through its chain of hops."""
 
-    #: Each hop on the way, e.g. ("ssh root@pve1", "pct exec 105").
-    chain: tuple[str, ...]
+    #: The hops on the way, base first.
+    hops: tuple[Hop, ...] = ()
+    #: Each hop's words, e.g. ("ssh root@pve1", "pct exec 105").
+    chain: tuple[str, ...] = ()
+
+    def take(self, hops: Sequence[Hop]) -> None:
+        """Go through ``hops`` (the first is this transport's own base)."""
+        self.hops = tuple(hops)
+        self.chain = chain_of(self.hops)
 
     @property
     def chain_text(self) -> str:
         return " → ".join(self.chain)
+
+    @property
+    def prefix(self) -> tuple[str, ...]:
+        """The words the prefix hops put before every argv."""
+        return tuple(word for hop in self.hops for word in hop.prefix())
+
+    @property
+    def python(self) -> str:
+        """The python the agent runs with on the host (the last hop that chose one)."""
+        return python_of(self.hops)
+
+    def command(self, argv: Sequence[str], *, lifeline: bool) -> list[str]:
+        """What runs: the hops' prefix, then ``argv`` (in the lifeline when asked)."""
+        return [*self.prefix, *(with_lifeline(argv) if lifeline else argv)]
 
     @abc.abstractmethod
     async def run(
@@ -125,8 +145,9 @@ class Transport(abc.ABC):
 
         Raises :class:`~tui.errors.CommandTimeout` (after ending the command) when it
         takes longer than ``timeout`` seconds, and a
-        :class:`~tui.errors.TransportError` subclass when the host cannot be reached.
-        A command that does not exist comes back as exit status 127, not an error.
+        :class:`~tui.errors.TransportError` subclass when the host cannot be reached
+        or a hop fails (see :meth:`check`). A command that does not exist comes back
+        as exit status 127, not an error.
         """
 
     @abc.abstractmethod
@@ -142,13 +163,29 @@ class Transport(abc.ABC):
         """
 
     def check(self, completed: Completed) -> Completed:
-        """``completed``, or the :class:`~tui.errors.TransportError` it really is when the
-        way to the host failed rather than the command (pct: a stopped container)."""
-        return completed
+        """``completed`` as the hops pass it back (each from the command outwards), or
+        the :class:`~tui.errors.HopFailed` it really is when a hop failed rather
+        than the command (pct: a stopped container; docker: no such container). The
+        hop nearest this machine speaks first: what failed there stopped the rest."""
+        answer = Answer(completed.exit_status, completed.stdout, completed.stderr)
+        for hop in reversed(self.hops):
+            answer = hop.settle(answer)
+        for hop in self.hops:
+            words = hop.failure(answer)
+            if words:
+                raise HopFailed(
+                    f"{self.chain_text}: {words}", hop=" → ".join(hop.texts), words=words
+                )
+        if answer == Answer(completed.exit_status, completed.stdout, completed.stderr):
+            return completed
+        return dataclasses.replace(
+            completed, exit_status=answer.exit_status, stdout=answer.stdout, stderr=answer.stderr
+        )
 
     def status_text(self) -> str:
-        """The connection's state in a few words (``connected``, ``reconnecting in 4 s``)."""
-        return "local"
+        """The connection's state in a few words (``connected``, ``reconnecting in 4 s``);
+        a chain with no link says its base's words."""
+        return self.chain[0] if self.chain else ""
 
     async def close(self) -> None:  # noqa: B027 - optional hook, nothing to do by default
         """Release what this transport holds (connections are owned by the pool)."""
