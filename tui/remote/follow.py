@@ -61,6 +61,7 @@ class Follower:
             path, label, format=DOCKER_JSON if self.container is not None else format
         )
         self.connected = False
+        self._chatter_said = False
         #: The ``docker logs`` follower, once the json-file was found unreadable.
         self.fallback: DockerLogs | None = None
 
@@ -114,10 +115,23 @@ class Follower:
             async for batch in self.fallback.rows():
                 yield batch
 
+    def _started(self, chatter: bytes, lost_at: float | None) -> list[Row]:
+        """The rows an agent's first output brings: the login shell's chatter (said once)
+        and, after a lost link, how long it was down."""
+        rows: list[Row] = []
+        if chatter and not self._chatter_said:
+            self._chatter_said = True
+            rows.append(
+                EventRow(LogEvent(EventKind.SHELL_CHATTER, chatter_note(chatter), time.time()))
+            )
+        self.connected = True
+        if lost_at is not None:
+            rows.extend(self.state.reconnected(time.monotonic() - lost_at))
+        return rows
+
     async def _agent_rows(self) -> AsyncIterator[list[Row]]:
         lost_at: float | None = None
         failures = 0
-        chatter_said = False
         while True:
             start = self.state.resume_start(self.initial)
             try:
@@ -128,21 +142,8 @@ class Follower:
                         batch: list[Row] = []
                         if first:
                             first = False
-                            if process.chatter and not chatter_said:
-                                chatter_said = True
-                                batch.append(
-                                    EventRow(
-                                        LogEvent(
-                                            EventKind.SHELL_CHATTER,
-                                            chatter_note(process.chatter),
-                                            time.time(),
-                                        )
-                                    )
-                                )
-                            self.connected = True
-                            if lost_at is not None:
-                                batch.extend(self.state.reconnected(time.monotonic() - lost_at))
-                                lost_at = None
+                            batch.extend(self._started(process.chatter, lost_at))
+                            lost_at = None
                         for frame in decoder.feed(chunk):
                             batch.extend(self.state.handle(frame))
                         if batch:
