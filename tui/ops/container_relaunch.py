@@ -13,11 +13,9 @@ StartedAt, running.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import TypeVar
 
-from tui.agent.container import docker_time
 from tui.agent.protocol import (
     ANSWER_CONTAINER,
     CONTAINER_INSPECT,
@@ -27,7 +25,7 @@ from tui.agent.protocol import (
 )
 from tui.config import Service
 from tui.core.answers import Fields
-from tui.core.containers import ContainerState
+from tui.core.containers import DOCKER_JSON, ContainerState
 from tui.core.logcursor import LogLine
 from tui.ops.audit import container_run_id
 from tui.ops.container_kill import ContainerTarget
@@ -146,22 +144,16 @@ def launched_of(answer: Fields, command: tuple[str, ...]) -> Launched:
 
 
 def this_run_text(launched: Launched) -> Callable[[LogLine], str | None]:
-    """A line of the container's json-file as the new run's text, or None when it is
-    not one of this run's records (written before its StartedAt, or not a record)."""
+    """A line of the container's json-file (read as its records, tui/core/lines.py) as
+    the new run's text, or None when it is not one of this run's records (written
+    before its StartedAt, or not a record)."""
     state = launched.container
     started = state.started_at if state is not None else None
 
     def text(row: LogLine) -> str | None:
-        try:
-            record = json.loads(row.text)
-        except ValueError:
+        if started is None or row.stamp is None or row.stamp < started:
             return None
-        if not isinstance(record, dict) or not isinstance(record.get("log"), str):
-            return None
-        at = docker_time(record.get("time"))
-        if started is None or at is None or at < started:
-            return None
-        return record["log"].rstrip("\n")
+        return row.text
 
     return text
 
@@ -182,4 +174,5 @@ def container_lines(transport: Transport, service: Service, launched: Launched) 
         launched.log,
         this_run_text(launched),
         lambda: is_running(transport, service, launched),
+        format=DOCKER_JSON,
     )

@@ -25,7 +25,7 @@ from typing import TypeVar
 from tui.agent.protocol import ANSWER_LAUNCHED, MODE_ALIVE, MODE_LAUNCH, MODE_PREFLIGHT
 from tui.config import Service
 from tui.core.answers import AnswerError, Fields, decode
-from tui.core.containers import ContainerState
+from tui.core.containers import PLAIN, ContainerState
 from tui.core.follow import Start
 from tui.core.logcursor import EventKind, EventRow, LogCursor, LogLine
 from tui.core.runs import Assessment
@@ -285,6 +285,8 @@ class RunLines:
     path: str
     text: Callable[[LogLine], str | None]
     alive: Callable[[], Awaitable[bool]]
+    #: How the file's lines are written (a container's json-file: ``docker-json``).
+    format: str = PLAIN
 
 
 def process_lines(transport: Transport, launched: Launched) -> RunLines:
@@ -313,7 +315,11 @@ async def wait_ready(
     telling, phases = telling_lines(service.engine), phases_of(service.engine)
     started = time.monotonic()
     follower = Follower(
-        transport, own.path, label=service.label, start=Start(cursor=launched.anchor)
+        transport,
+        own.path,
+        label=service.label,
+        start=Start(cursor=launched.anchor),
+        format=own.format,
     )
     last_lines: deque[str] = deque(maxlen=30)
     phase = "starting"
