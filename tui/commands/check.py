@@ -31,6 +31,8 @@ from tui.hops.spec import DEFAULT_PYTHON, HopAnswer
 from tui.hostsfile import load_config
 from tui.remote import SshLinks, transport_through
 from tui.remote.agentcall import AGENT_MARK, Preamble, chatter_note
+from tui.remote.probe import probe_services
+from tui.remote.transport import Transport
 
 #: The agent that later issues send to hosts is written for this python3 and newer.
 MIN_PYTHON = (3, 6)
@@ -78,6 +80,16 @@ class LogCheck:
 
 
 @dataclass
+class ContainerCheck:
+    """Whether a service's container is there, as the probe's ``docker inspect`` said."""
+
+    service: str
+    container: str
+    ok: bool
+    words: str
+
+
+@dataclass
 class HopCheck:
     """Whether one hop of the chain answers; ``ok`` is None for a hop never reached."""
 
@@ -101,6 +113,7 @@ class CheckReport:
     nvidia_smi: dict[str, object] = field(default_factory=dict)
     hops: list[HopCheck] = field(default_factory=list)
     logs: list[LogCheck] = field(default_factory=list)
+    containers: list[ContainerCheck] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     #: What babysit copes with but a user should know (the host stays usable: exit 0).
     warnings: list[str] = field(default_factory=list)
@@ -202,6 +215,7 @@ async def check_host(host: Host) -> CheckReport:
             t0 = time.monotonic()
             await transport.run(["true"], timeout=PROBE_TIMEOUT)
             samples.append((time.monotonic() - t0) * 1000)
+        containers = await check_containers(transport, host)
     finally:
         await links.close()
     # What the login shell printed before the script ran is not the script's output.
@@ -212,9 +226,32 @@ async def check_host(host: Host) -> CheckReport:
         host, _pairs(output), connect_seconds, statistics.median(samples), python=python
     )
     report.hops = hops
+    report.containers = containers
+    report.problems.extend(f"{c.service}: {c.words}" for c in containers if not c.ok)
     if preamble.chatter:
         report.warnings.append(chatter_note(preamble.chatter))
     return report
+
+
+async def check_containers(transport: Transport, host: Host) -> list[ContainerCheck]:
+    """Each container service's container, asked the way every probe asks (one round
+    trip of the agent: its runtime's CLI on the host, through the host's chain)."""
+    wanted = [s for s in host.services.values() if s.container is not None]
+    if not wanted:
+        return []
+    answers = await probe_services(transport, host, wanted, tail_bytes=0)
+    checks = []
+    for service, (assessment, _) in zip(wanted, answers, strict=True):
+        state, ref = assessment.container, str(service.container)
+        if state is None:  # the probe itself failed: its verdict says why
+            checks.append(ContainerCheck(service.name, ref, False, assessment.summary))
+        elif not state.found:
+            words = state.problem or f"no container {ref}"
+            checks.append(ContainerCheck(service.name, ref, False, words))
+        else:
+            words = f"container {state.label} ({state.short_id}, {state.image}): {state.status}"
+            checks.append(ContainerCheck(service.name, ref, True, words))
+    return checks
 
 
 def unreached(host: Host, hops: list[HopCheck]) -> CheckReport:
@@ -374,6 +411,12 @@ def render(report: CheckReport) -> str:
                 )
             else:
                 lines.append(f"    {log.service}: {printable(log.path)} MISSING")
+    if report.containers:
+        lines.append("  containers")
+        lines.extend(
+            f"    {c.service}: {printable(c.words)}{'' if c.ok else ' — NOT USABLE'}"
+            for c in report.containers
+        )
     if report.warnings:
         lines.append(f"{len(report.warnings)} note(s):")
         lines.extend(f"  - {printable(warning)}" for warning in report.warnings)
