@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 @pytest.mark.unit
 def test_example_hosts_yaml_parses_with_chains() -> None:
     config = parse_config_file(REPO / "hosts.example.yaml")
-    assert list(config.hosts) == ["kpro5", "kpro6-ct", "here"]
+    assert list(config.hosts) == ["kpro5", "kpro6-ct", "gpu1", "here"]
     kpro5 = config.hosts["kpro5"]
     assert kpro5.transport == "ssh"
     assert kpro5.chain_text() == "ssh root@kpro5.example"
@@ -37,6 +37,8 @@ def test_example_hosts_yaml_parses_with_chains() -> None:
     assert dict(qwen.launch.env) == {"CUDA_VISIBLE_DEVICES": "0,1"}
     assert config.hosts["kpro6-ct"].chain_text() == "ssh root@pve1.example → pct exec 105"
     assert config.hosts["here"].chain() == ("local",)
+    in_container = config.hosts["gpu1"].services["qwen"]
+    assert (in_container.log, str(in_container.container)) == ("", "vllm-qwen")
 
 
 @pytest.mark.unit
