@@ -61,3 +61,10 @@ async def test_the_log_pane_shows_the_containers_lines_and_their_source(
         assert sources and sources[0].startswith(expected)
         assert "line 4" in screen_text(app)
         assert expected in screen_text(app), "the pane says where its lines come from"
+        # The pane's title names the container, not the runtime's long folder; a stream
+        # shows no inode or size it does not have.
+        title = str(view.border_title)
+        if driver == "json-file":
+            assert title.startswith(f"container {name} · json-file · inode ")
+        else:
+            assert title == f"container docker logs {name}"

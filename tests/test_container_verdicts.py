@@ -17,6 +17,7 @@ from support.container_answers import (
     verdict,
 )
 
+from tui.app.widgets.run_banner import banner_lines
 from tui.core.assess_container import server_process
 from tui.core.containers import DOCKER_JSON, ContainerState
 from tui.core.verdicts import Verdict
@@ -188,3 +189,12 @@ def test_the_container_state_reads_and_writes_its_answer() -> None:
     written = state.to_json(lambda ts: None if ts is None else round(ts))
     assert written["started_at"] == round(at("14:02:11"))
     assert written["pids"] == [4242, 4250] and written["running"] is True
+
+
+def test_the_banner_names_the_containers_run_first() -> None:
+    ready = {"seen": True, "anchor": 5120, "at": at("14:03:00"), "source": "log"}
+    a = verdict(container(), runs=[run(ready)])
+    facts = banner_lines(a, a.checked_at)[0]
+    assert facts.startswith("● LIVE  container vllm-qwen 4f3c1a2b3c4d · pid 4242")
+    gone = verdict(container(found=False, absent=True, id="", name=""), runs=[])
+    assert "container" not in banner_lines(gone, gone.checked_at)[0]

@@ -32,6 +32,9 @@ class FileInfo:
     deleted: bool = False
     #: Set when following a process's open file rather than the path.
     writer_pid: int | None = None
+    #: What to call it instead of its path (a container's json-file, whose path is a
+    #: long folder of the runtime's, or a ``docker logs`` stream, which has none).
+    label: str | None = None
 
 
 @dataclass(frozen=True)
@@ -131,7 +134,13 @@ class FollowState:
         size = frame.int("size")
         inode = frame.int("inode")
         dev = frame.int("dev")
-        self.file = FileInfo(path, dev, inode, size, self._clock(), writer_pid=self._writer_pid)
+        source = self.container
+        label = None
+        if source is not None and source.log_path == path:
+            label = f"container {printable(source.name or source.ref)} · json-file"
+        self.file = FileInfo(
+            path, dev, inode, size, self._clock(), writer_pid=self._writer_pid, label=label
+        )
         self._last_data = (dev, inode)
         self.eof = False
         start = frame.int("start")

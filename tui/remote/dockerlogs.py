@@ -147,8 +147,9 @@ class DockerLogs:
             stamp = time.gmtime(self._started_ns // NANOSECONDS)
             started = time.strftime("%H:%M:%S UTC", stamp)
         since = f" since {started}" if started else ""
+        words = f"{self.runtime} logs {self.name}"
         self.file = FileInfo(
-            f"{self.runtime} logs {self.name}", STREAM_DEV, stream_inode(self._id), 0, time.time()
+            words, STREAM_DEV, stream_inode(self._id), 0, time.time(), label=f"container {words}"
         )
         return self._event(
             EventKind.SOURCE,

@@ -38,6 +38,7 @@ from tui.core.follow import FileInfo
 from tui.core.logcursor import (
     CUT_MARKER,
     DEFAULT_MAX_LINES,
+    STREAM_DEV,
     EventKind,
     EventRow,
     LineBuffer,
@@ -78,11 +79,14 @@ def event_text(row: EventRow) -> str:
 
 
 def file_title(info: FileInfo | None, path: str) -> str:
-    """``/root/sglang-serve.log · inode 5678 · 1.23 MiB`` (+ deleted, + writer pid)."""
+    """``/root/sglang-serve.log · inode 5678 · 1.23 MiB`` (+ deleted, + writer pid); a
+    container's json-file by its container (``container vllm-qwen · json-file · inode …``)."""
     if info is None:
         return f"{printable(path)} · not open yet"
+    if info.dev == STREAM_DEV:  # a stream (docker logs): no file, inode or size to show
+        return printable(info.label or info.path)
     parts = [
-        printable(info.path) + (" (deleted)" if info.deleted else ""),
+        printable(info.label or info.path) + (" (deleted)" if info.deleted else ""),
         f"inode {info.inode}",
         human_size(info.size),
     ]

@@ -33,6 +33,9 @@ def banner_lines(a: Assessment, now: float, shown_inode: int | None = None) -> l
         return datetime.fromtimestamp(ts, zone).strftime("%H:%M:%S")
 
     facts = [f"● {a.verdict.word}"]
+    container = a.container
+    if container is not None and container.found:  # a container's run: its id comes first
+        facts.append(f"container {container.label} {container.short_id}")
     if a.run is not None:
         root = a.run.root
         children = len(a.run.pids) - 1
@@ -40,7 +43,7 @@ def banner_lines(a: Assessment, now: float, shown_inode: int | None = None) -> l
         facts.append(
             f"started {clock(root.start_time)} ({human_age(a.checked_at - root.start_time)})"
         )
-    if a.log is not None:
+    if a.log is not None and (container is None or a.log.exists):
         facts.append(f"log inode {a.log.inode}" if a.log.exists else "no log file")
     if a.ready is not None and a.verdict in (Verdict.LIVE, Verdict.STARTING):
         if a.ready.seen and a.ready.at:
