@@ -131,6 +131,27 @@ def test_a_climbing_restart_count_is_a_crash_loop_with_its_count_and_interval() 
     assert "RestartCount seen by the probes: 0 (run started 14:02:02)" in found.evidence[1]
 
 
+def test_restarts_before_babysit_watched_count_in_the_crash_loop() -> None:
+    """Watched from its 12th restart on, a container's hint says 13, not "once"."""
+    f = facts()
+    report = None
+    for count in (12, 13):
+        started = at("14:02:00") + 5 * count
+        facts_now = container(
+            restart_count=count,
+            created=at("14:02:00"),
+            started_at=started,
+            exit_code=1,
+            finished_at=started - 1,
+        )
+        report = observe(f, verdict(facts_now, runs=[run()], now="14:03:10"))
+    assert report is not None
+    (message,) = hint(report, HintRule.CRASH_LOOP)
+    assert message.startswith(
+        "restarted 13 times in 1 min (about every 5 s), 1 of them while watched; last exit 1"
+    )
+
+
 def test_a_restarting_container_seen_once_is_a_crash_loop_from_its_count() -> None:
     facts_now = stopped(
         status="restarting",

@@ -197,10 +197,19 @@ def crash_loop(notes: ContainerNotes | None) -> Hint | None:
         return None
     c, restarts = notes.state, notes.restarts
     words = HostWords(notes.utc_offset, notes.now)
-    count = restarts.restarts
-    said = f"restarted {_times(count)}"
-    if restarts.span is not None and restarts.span > 0:
-        said += f" in {human_age(restarts.span)} (about every {human_age(restarts.span / count)})"
+    count, total = restarts.restarts, c.restart_count
+    lifetime = (c.started_at or notes.now) - c.created if c.created is not None else None
+    if restarts.seen and total > count and lifetime is not None and lifetime > 0:
+        # Restarts before babysit watched count too: the whole count since it was created.
+        said = (
+            f"restarted {_times(total)} in {human_age(lifetime)} (about every "
+            f"{human_age(lifetime / total)}), {count} of them while watched"
+        )
+    else:
+        said = f"restarted {_times(count)}"
+        if restarts.span is not None and restarts.span > 0:
+            every = human_age(restarts.span / count)
+            said += f" in {human_age(restarts.span)} (about every {every})"
     if c.exit_code is not None and c.finished_at is not None:
         said += f"; last exit {c.exit_code} at {words.clock(c.finished_at)}"
     runtime = printable(c.runtime)
