@@ -22,8 +22,8 @@ from textual.widgets import Label
 from tui.app.app import BabysitApp
 from tui.app.app import make_app as make_babysit
 from tui.app.screens.host import HostScreen
-from tui.app.widgets.log_view import LogView, file_title
-from tui.core.follow import FileInfo, Start
+from tui.app.widgets.log_view import LogView
+from tui.core.follow import FileInfo, Start, file_title
 from tui.core.logcursor import EventKind, EventRow, LogEvent, LogLine, Row
 from tui.core.units import human_size
 from tui.errors import HostKeyError

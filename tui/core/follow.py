@@ -15,7 +15,15 @@ from dataclasses import dataclass, replace
 
 from tui.core.containers import PLAIN
 from tui.core.frames import Frame
-from tui.core.logcursor import EventKind, EventRow, LineSplitter, LogCursor, LogEvent, Row
+from tui.core.logcursor import (
+    STREAM_DEV,
+    EventKind,
+    EventRow,
+    LineSplitter,
+    LogCursor,
+    LogEvent,
+    Row,
+)
 from tui.core.sanitize import printable
 from tui.core.units import human_age, human_size
 
@@ -35,6 +43,24 @@ class FileInfo:
     #: What to call it instead of its path (a container's json-file, whose path is a
     #: long folder of the runtime's, or a ``docker logs`` stream, which has none).
     label: str | None = None
+
+
+def file_title(info: FileInfo | None, path: str) -> str:
+    """``/root/sglang-serve.log · inode 5678 · 1.23 MiB`` (+ deleted, + writer pid); a
+    container's json-file by its container (``container vllm-qwen · json-file · inode …``),
+    a stream (``docker logs``) by its name alone: it has no inode or size to show."""
+    if info is None:
+        return f"{printable(path)} · not open yet"
+    if info.dev == STREAM_DEV:
+        return printable(info.label or info.path)
+    parts = [
+        printable(info.label or info.path) + (" (deleted)" if info.deleted else ""),
+        f"inode {info.inode}",
+        human_size(info.size),
+    ]
+    if info.writer_pid is not None:
+        parts.append(f"following pid {info.writer_pid}")
+    return " · ".join(parts)
 
 
 @dataclass(frozen=True)

@@ -34,11 +34,10 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from tui.core.follow import FileInfo
+from tui.core.follow import FileInfo, file_title
 from tui.core.logcursor import (
     CUT_MARKER,
     DEFAULT_MAX_LINES,
-    STREAM_DEV,
     EventKind,
     EventRow,
     LineBuffer,
@@ -46,7 +45,6 @@ from tui.core.logcursor import (
     Row,
 )
 from tui.core.sanitize import clean_line, printable
-from tui.core.units import human_size
 
 #: Event kinds drawn as warnings; errors get their own class; the rest are quiet.
 WARNING_EVENTS = frozenset(
@@ -76,23 +74,6 @@ def event_text(row: EventRow) -> str:
     """``log replaced: now inode 9012 … (09:22:05)`` — the words of a separator row."""
     stamp = time.strftime("%H:%M:%S", time.localtime(row.event.observed_at))
     return f"{printable(row.event.message)} ({stamp})"
-
-
-def file_title(info: FileInfo | None, path: str) -> str:
-    """``/root/sglang-serve.log · inode 5678 · 1.23 MiB`` (+ deleted, + writer pid); a
-    container's json-file by its container (``container vllm-qwen · json-file · inode …``)."""
-    if info is None:
-        return f"{printable(path)} · not open yet"
-    if info.dev == STREAM_DEV:  # a stream (docker logs): no file, inode or size to show
-        return printable(info.label or info.path)
-    parts = [
-        printable(info.label or info.path) + (" (deleted)" if info.deleted else ""),
-        f"inode {info.inode}",
-        human_size(info.size),
-    ]
-    if info.writer_pid is not None:
-        parts.append(f"following pid {info.writer_pid}")
-    return " · ".join(parts)
 
 
 class Search:
