@@ -55,18 +55,22 @@ def test_hosts_lists_hosts_services_and_chains() -> None:
     result = run_cli("hosts", "--config", "hosts.example.yaml")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0] == "hosts.example.yaml: 3 host(s)"
+    assert lines[0] == "hosts.example.yaml: 4 host(s)"
     assert "  kpro5     ssh root@kpro5.example" in lines
     assert "  kpro6-ct  ssh root@pve1.example → pct exec 105" in lines
     assert "  here      local" in lines
     assert any("qwen: /root/sglang-serve.log (sglang, port 30000, gpus 0,1)" in li for li in lines)
+    assert any("qwen: container vllm-qwen (vllm, port 8000, gpus 0,1)" in li for li in lines)
     data = json.loads(run_cli("hosts", "--config", "hosts.example.yaml", "--json").stdout)
     assert data["schema"] == 1
     assert [h["chain"] for h in data["hosts"]] == [
         ["ssh root@kpro5.example"],
         ["ssh root@pve1.example", "pct exec 105"],
+        ["ssh root@gpu1.example"],
         ["local"],
     ]
+    in_container = data["hosts"][2]["services"][0]
+    assert (in_container["log"], in_container["container"]) == (None, "vllm-qwen")
 
 
 def _hosts_file(tmp_path: Path, body: str) -> Path:

@@ -51,6 +51,8 @@ def container_entry(view, service):
             run["ready"] = json_readiness(
                 log["path"], run_bound(facts), facts.get("started_at"), service
             )
+        else:  # no file to read it in (another log driver): /health tells
+            run["ready"] = {"anchor": None, "seen": None, "source": log.get("problem") or "no log"}
         runs.append(run)
     return {
         "name": service["name"],
@@ -76,15 +78,11 @@ def container_log(facts, tail_bytes):
         log = {"path": path, "exists": False, "regular": False, "format": FORMAT_PLAIN}
         st = stat_or_none(path) if path else None
         log["exists"] = st is not None and stat.S_ISREG(st.st_mode)
-        log["problem"] = (
-            "container %s logs through %s's %s driver, which babysit does not "
-            % (
-                facts.get("name") or facts.get("ref"),
-                facts.get("runtime"),
-                driver,
-            )
-            + "read as a file (it reads docker's json-file)"
-        )
+        log["problem"] = "container %s logs through %s's %s driver, no file babysit reads " % (
+            facts.get("name") or facts.get("ref"),
+            facts.get("runtime"),
+            driver,
+        ) + "as a log: its lines come from `%s logs`" % facts.get("runtime")
         return log
     log = dict(log_facts(path, tail_bytes, ()), format=FORMAT_DOCKER_JSON)
     if log.get("regular") and "problem" not in log:

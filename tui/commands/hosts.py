@@ -7,7 +7,7 @@ import argparse
 import json
 
 from tui.cli import add_config_option, add_json_option
-from tui.config import Config
+from tui.config import Config, Service
 from tui.core.secrets import redact_argv, redact_env
 from tui.hostsfile import load_config
 
@@ -40,7 +40,8 @@ def to_json(config: Config) -> dict[str, object]:
                     {
                         "name": service.name,
                         "engine": service.engine.value,
-                        "log": service.log,
+                        "log": service.log or None,
+                        "container": str(service.container) if service.container else None,
                         "port": service.port,
                         "gpus": list(service.gpus),
                         "launch": None
@@ -75,6 +76,13 @@ def render(config: Config) -> str:
             if service.gpus:
                 details.append("gpus " + ",".join(str(g) for g in service.gpus))
             lines.append(
-                f"  {'':<{width}}    {service.name}: {service.log_text} ({', '.join(details)})"
+                f"  {'':<{width}}    {service.name}: {_where(service)} ({', '.join(details)})"
             )
     return "\n".join(lines) + "\n"
+
+
+def _where(service: Service) -> str:
+    """Where the service is found: its log file, and its container when it names one."""
+    if service.container is None:
+        return service.log
+    return f"container {service.container}" + (f", log {service.log}" if service.log else "")

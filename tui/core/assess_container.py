@@ -113,8 +113,8 @@ def assess_container(
             ),
             **base,  # type: ignore[arg-type]
         )
-    if probe.log.format != DOCKER_JSON:
-        return None
+    if probe.log.format != DOCKER_JSON and probe.log.path not in ("", c.log_path):
+        return None  # the service's own log: file rules
     return _json_log_run(probe, c, run, words, base)
 
 
@@ -163,11 +163,15 @@ def _json_log_run(
     words: HostWords,
     base: Mapping[str, object],
 ) -> Assessment:
-    """A running container whose log is its json-file, written for it by the daemon."""
+    """A running container whose log is its own: the json-file the daemon writes for it,
+    or, with another log driver, no file at all (its lines come from ``docker logs``, and
+    /health tells readiness)."""
     log = probe.log
     head = f"{container_head(c)} {run_words(c, words)}"
     unread = ""
-    if not log.exists:
+    if not log.exists and log.format != DOCKER_JSON and log.problem:
+        unread = f"; {printable(log.problem)}"  # another log driver: no file to read
+    elif not log.exists:
         unread = f"; its log {printable(log.path or c.log_path)} cannot be read" + (
             f" ({printable(log.problem)})" if log.problem else ""
         )
