@@ -19,7 +19,7 @@ from support.container_answers import (
 
 from tui.app.widgets.run_banner import banner_lines
 from tui.core.assess_container import server_process
-from tui.core.containers import DOCKER_JSON, ContainerState
+from tui.core.containers import DOCKER_JSON, ContainerState, run_since
 from tui.core.verdicts import Verdict
 
 pytestmark = pytest.mark.unit
@@ -198,3 +198,11 @@ def test_the_banner_names_the_containers_run_first() -> None:
     assert facts.startswith("● LIVE  container vllm-qwen 4f3c1a2b3c4d · pid 4242")
     gone = verdict(container(found=False, absent=True, id="", name=""), runs=[])
     assert "container" not in banner_lines(gone, gone.checked_at)[0]
+
+
+def test_a_runs_bound_is_the_last_finish_before_its_start() -> None:
+    """One rule for "which records are this run's", seconds or nanoseconds alike."""
+    assert run_since(100.0, None) is None  # never finished: every record is this run's
+    assert run_since(100, -62135596800) is None  # Docker's zero time
+    assert run_since(100.0, 99.5) == 99.5  # restarted: from the last run's finish
+    assert run_since(100, 150) == 100  # finished after this start (a stale FinishedAt)

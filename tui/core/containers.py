@@ -49,6 +49,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import TypeVar
 
 from tui.core.answers import Fields
 
@@ -56,6 +57,24 @@ from tui.core.answers import Fields
 DOCKER_JSON = "docker-json"
 #: The log format of a plain log file.
 PLAIN = "plain"
+
+T = TypeVar("T", int, float)
+
+
+def run_since(started: T | None, finished: T | None) -> T | None:
+    """The earliest time a log record of a container's current run may carry, or None
+    when every record is this run's (the container never finished a run; Docker's zero
+    time, which is before 1970, counts as never). A record of an earlier run was read
+    before that run finished, while the current run's first lines may be read a little
+    before Docker stamps its StartedAt: so the bound is the last run's FinishedAt when it
+    precedes StartedAt, else StartedAt. (The agent's ``run_bound`` in
+    tui/agent/containerprobe.py applies this rule on the host: it imports nothing of
+    babysit's.) Seconds or nanoseconds alike."""
+    if finished is None or finished <= 0:  # type: ignore[operator]
+        return None
+    if started is None or finished <= started:  # type: ignore[operator]
+        return finished
+    return started
 
 
 @dataclass(frozen=True)
@@ -114,6 +133,11 @@ class ContainerState:
     @property
     def short_id(self) -> str:
         return self.id[:12]
+
+    @property
+    def run_since(self) -> float | None:
+        """The earliest time a record of this run may carry (see :func:`run_since`)."""
+        return run_since(self.started_at, self.finished_at)
 
     @property
     def label(self) -> str:

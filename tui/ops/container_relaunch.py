@@ -145,13 +145,13 @@ def launched_of(answer: Fields, command: tuple[str, ...]) -> Launched:
 
 def this_run_text(launched: Launched) -> Callable[[LogLine], str | None]:
     """A line of the container's json-file (read as its records, tui/core/lines.py) as
-    the new run's text, or None when it is not one of this run's records (written
-    before its StartedAt, or not a record)."""
+    the new run's text, or None when it is not one of this run's records (stamped before
+    the run's bound, :attr:`ContainerState.run_since`, or not a record)."""
     state = launched.container
-    started = state.started_at if state is not None else None
+    since = state.run_since if state is not None else None
 
     def text(row: LogLine) -> str | None:
-        if started is None or row.stamp is None or row.stamp < started:
+        if state is None or row.stamp is None or (since is not None and row.stamp < since):
             return None
         return row.text
 

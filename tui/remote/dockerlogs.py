@@ -1,7 +1,7 @@
 """Following a container's log through ``docker logs`` where its json-file cannot be read.
 
 The host's runtime CLI runs through the host's transport (no agent):
-``docker logs --timestamps --since <StartedAt> [--follow] [--tail N] -- <id>``, its
+``docker logs --timestamps --since <bound> [--follow] [--tail N] -- <id>``, its
 stderr joined to its stdout (the container's stderr lines come there). Each line
 starts with its RFC 3339 stamp, which becomes the line's stamp; a line without one
 is the CLI's own words, shown as an event.
@@ -14,8 +14,9 @@ times :data:`SAME_STAMP` plus how many lines came before it at that very stamp
 (``size`` 1). So the identity is stable across reconnects and orders lines by
 time; after a reconnect the stream asks again from the last stamp seen and drops
 as many lines at that stamp as were shown (the daemon's ``--since`` includes the
-stamp itself): none is shown twice. Lines written before ``StartedAt`` (a process
-may print before docker records its start) are not asked for.
+stamp itself): none is shown twice. The bound is this run's
+(:func:`~tui.core.containers.run_since`: the last run's FinishedAt when it precedes
+StartedAt, since a process may print before docker records its start).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 
+from tui.core.containers import run_since
 from tui.core.follow import FileInfo, Start
 from tui.core.lines import NANOSECONDS, rfc3339_ns
 from tui.core.logcursor import STREAM_DEV, EventKind, EventRow, LineSplitter, LogEvent, LogLine, Row
@@ -99,6 +101,7 @@ class DockerLogs:
         self.file: FileInfo | None = None
         self._id = ""
         self._started_ns: int | None = None
+        self._since_ns: int | None = None
         #: The last stamp shown and how many lines were shown at it.
         self._last: tuple[int, int] | None = None
         self._replaying = False
@@ -121,7 +124,7 @@ class DockerLogs:
                 "--type",
                 "container",
                 "--format",
-                "{{.Id}} {{.State.StartedAt}}",
+                "{{.Id}} {{.State.StartedAt}} {{.State.FinishedAt}}",
                 "--",
                 self.ref,
             ],
@@ -131,13 +134,15 @@ class DockerLogs:
         if not done.ok:
             return done.stderr_line() or f"{self.runtime} inspect exited with {done.exit_status}"
         words = done.stdout.decode("utf-8", "replace").split()
-        if len(words) != 2:
+        if len(words) != 3:
             return f"{self.runtime} inspect gave {printable(' '.join(words))!r}"
         if words[0] != self._id:
             if self._id:
                 self._last = None  # another container under the name: its log from its start
             self._id = words[0]
         self._started_ns = rfc3339_ns(words[1])
+        # From this run's bound: its first lines may be read before its StartedAt.
+        self._since_ns = run_since(self._started_ns, rfc3339_ns(words[2]))
         return None
 
     def _opened(self) -> EventRow:
@@ -163,7 +168,7 @@ class DockerLogs:
         if self._last is not None:
             since, tail = self._last[0], None
         else:
-            since = self._started_ns
+            since = self._since_ns
             tail = self.initial.tail if first and not self.initial.from_start else None
         return logs_argv(self.runtime, self._id, since, follow=self.follow, tail=tail)
 
