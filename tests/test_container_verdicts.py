@@ -32,7 +32,8 @@ def test_a_running_container_whose_run_saw_its_ready_line_is_live() -> None:
     a = verdict(container(), runs=[run(ready)])
     assert a.verdict is Verdict.LIVE, a.summary
     assert a.summary == (
-        f"{HEAD} started 14:02:11 (3 min ago), run 4 of this container (RestartCount 3); "
+        f"{HEAD} started 14:02:11 (3 min ago) as pid 4242, run 4 of this container "
+        "(RestartCount 3); "
         "ready since 14:03:00"
     )
     assert a.container is not None and a.container.identity is not None
@@ -51,7 +52,8 @@ def test_not_ready_yet_counts_from_this_runs_anchor() -> None:
     a = verdict(container(), runs=[run({"seen": False, "anchor": 5120})])
     assert a.verdict is Verdict.STARTING, a.summary
     assert a.summary == (
-        f"{HEAD} started 14:02:11 (3 min ago), run 4 of this container (RestartCount 3); "
+        f"{HEAD} started 14:02:11 (3 min ago) as pid 4242, run 4 of this container "
+        "(RestartCount 3); "
         "not ready yet (no ready line since this run began at offset 5120)"
     )
 
@@ -68,7 +70,7 @@ def test_health_tells_when_the_json_log_cannot_be_read() -> None:
 
 def test_a_first_run_says_its_restart_count() -> None:
     a = verdict(container(restart_count=0), runs=[run({"seen": False, "anchor": 0})])
-    assert "started 14:02:11 (3 min ago), RestartCount 0;" in a.summary
+    assert "started 14:02:11 (3 min ago) as pid 4242, RestartCount 0;" in a.summary
 
 
 def test_an_exited_container_is_dead_with_its_exit() -> None:

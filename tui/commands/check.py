@@ -227,7 +227,12 @@ async def check_host(host: Host) -> CheckReport:
     )
     report.hops = hops
     report.containers = containers
-    report.problems.extend(f"{c.service}: {c.words}" for c in containers if not c.ok)
+    # One line per failure: a daemon that does not answer is one problem, not one per service.
+    failing: dict[str, list[str]] = {}
+    for check in containers:
+        if not check.ok:
+            failing.setdefault(check.words, []).append(check.service)
+    report.problems.extend(f"{', '.join(names)}: {words}" for words, names in failing.items())
     if preamble.chatter:
         report.warnings.append(chatter_note(preamble.chatter))
     return report

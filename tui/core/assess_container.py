@@ -46,8 +46,11 @@ def container_head(c: ContainerState) -> str:
 
 
 def run_words(c: ContainerState, words: HostWords) -> str:
-    """``started 14:02:11 (3 min ago), run 4 of this container (RestartCount 3)``."""
+    """``started 14:02:11 (3 min ago) as pid 4242, run 4 of this container (RestartCount
+    3)``: the pid is the one ``babysit kill --pid`` takes (``State.Pid``)."""
     started = f"started {words.when(c.started_at)}" if c.started_at is not None else "started"
+    if c.pid > 0:
+        started += f" as pid {c.pid}"
     if c.restart_count:
         return (
             f"{started}, run {c.restart_count + 1} of this container "

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from tui.config import Host, Service
 from tui.core.containers import ContainerState
 from tui.core.runs import Assessment, Run
+from tui.core.sanitize import printable
 from tui.errors import BabysitError
 from tui.ops import audit
 from tui.ops.audit import Actor, AuditRecord, Identity
@@ -305,8 +306,10 @@ class ServiceActions:
         container = check_container(service, seen)
         target = ContainerTarget.of(container, assessment.run, service)
         if target.running and not restart:
+            # Its own status: a restarting or paused container is not "running".
+            status = printable(container.status) or "running"
             raise LaunchRefused(
-                f"{service.label}: {target.text} is running; use --replace (R) to restart it"
+                f"{service.label}: {target.text} is {status}; use --replace (R) to restart it"
             )
         if not target.running:
             check_resources(service, await self.ops.preflight())

@@ -46,10 +46,15 @@ def who() -> str:
 
 
 def container_run_id(container: ContainerState) -> str:
-    """A container's run as one word: ``<full id>@<StartedAt, UTC>``."""
+    """A container's run as one word: ``<full id>@<StartedAt, UTC, to the
+    microsecond>#<RestartCount>`` (a crash loop's first restarts come within a second)."""
     started = container.started_at
-    at = "never" if started is None else time.strftime(UTC_STAMP, time.gmtime(started))
-    return f"{container.id}@{at}"
+    at = "never"
+    if started is not None:
+        whole = int(started)
+        micros = round((started - whole) * 1_000_000) % 1_000_000
+        at = time.strftime(UTC_STAMP, time.gmtime(whole)).replace("Z", f".{micros:06d}Z")
+    return f"{container.id}@{at}#{container.restart_count}"
 
 
 @dataclass(frozen=True)

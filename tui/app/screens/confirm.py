@@ -191,7 +191,7 @@ def container_facts(a: Assessment, container: ContainerState) -> list[Fact]:
     started = container.started_at
     when = (
         f"{host_clock(a, started)} on the host's clock, {human_age(a.checked_at - started)} "
-        f"ago; restarted {container.restart_count} time(s)"
+        f"ago; RestartCount {container.restart_count}"
         if started is not None
         else "never"
     )
