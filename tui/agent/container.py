@@ -10,6 +10,7 @@ import calendar
 import json
 import os
 import re
+import time
 
 #: Seconds one runtime CLI call may take.
 RUNTIME_TIMEOUT = 15.0
@@ -18,6 +19,11 @@ ZERO_YEAR = "0001-"
 _RFC3339 = re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$")
 #: Processes listed of one container's cgroup, at most.
 MAX_CGROUP_PIDS = 4096
+#: How far back the daemon's event log is asked for a removed container's last exit
+#: (the daemon itself keeps only its last few hundred events).
+EVENTS_WINDOW = 24 * 3600
+#: Lines of ``docker events`` read, at most (the last ones are the newest).
+MAX_EVENTS = 1024
 
 
 def docker_time(text):
@@ -115,6 +121,8 @@ def container_facts(ref, runtime="docker"):
         if "no such container" in words.lower() or "no such object" in words.lower():
             facts["problem"] = "no container %s on this host (%s)" % (ref, words)
             facts["absent"] = True
+            if runtime == "docker":
+                facts["last_exit"] = last_exit(runtime, ref)
         else:
             facts["problem"] = words
         return facts
@@ -157,3 +165,40 @@ def container_facts(ref, runtime="docker"):
         }
     )
     return facts
+
+
+def last_exit(runtime, ref):
+    """The last exit the daemon remembers of a container named (or with the id) ``ref``
+    that is gone, from its ``die`` events: {id, exit_code, at, image}, or None. A ``--rm``
+    container's exit status lives on only there once the runtime removed it."""
+    now = int(time.time())
+    status, out, _ = run_runtime(
+        runtime,
+        [
+            "events",
+            "--since", str(now - EVENTS_WINDOW),
+            "--until", str(now),
+            "--filter", "type=container",
+            "--filter", "event=die",
+            "--filter", "container=" + ref,
+            "--format", "{{json .}}",
+        ],
+    )  # fmt: skip
+    if status != 0:
+        return None
+    found = None
+    for line in out.splitlines()[-MAX_EVENTS:]:
+        try:
+            event = json.loads(line.decode("utf-8", "replace"))
+            actor = event.get("Actor") or {}
+            attributes = actor.get("Attributes") or {}
+            code = str(attributes.get("exitCode", ""))
+            found = {
+                "id": actor.get("ID") or event.get("id") or "",
+                "exit_code": int(code) if code.isdigit() else None,
+                "at": (event.get("timeNano") or 0) / 1e9 or event.get("time"),
+                "image": attributes.get("image") or event.get("from") or "",
+            }
+        except (ValueError, AttributeError, TypeError):
+            continue
+    return found

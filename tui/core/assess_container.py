@@ -90,7 +90,7 @@ def assess_container(
     container runs and its run is judged by the service's own log file (the rules of
     :func:`tui.core.assess.assess`)."""
     if not c.found:
-        verdict, summary = _not_found(probe, c)
+        verdict, summary = _not_found(probe, c, words)
         return Assessment(verdict=verdict, summary=summary, **base)  # type: ignore[arg-type]
     head = container_head(c)
     run = probe.runs[0] if probe.runs else None
@@ -121,11 +121,18 @@ def assess_container(
     return _json_log_run(probe, c, run, words, base)
 
 
-def _not_found(probe: ServiceProbe, c: ContainerState) -> tuple[Verdict, str]:
+def _not_found(probe: ServiceProbe, c: ContainerState, words: HostWords) -> tuple[Verdict, str]:
     runtime = printable(c.runtime)
     if c.absent:
         where = "" if c.runtime == "docker" else f" ({runtime})"
-        return Verdict.DEAD, f"no container {printable(c.ref)} on {probe.host}{where}"
+        said = f"no container {printable(c.ref)} on {probe.host}{where}"
+        gone = c.last_exit
+        if gone is not None:  # the daemon remembers its exit (a --rm container's only trace)
+            what = ", ".join(p for p in (gone.id[:12], printable(gone.image)) if p)
+            status = f" with status {gone.exit_code}" if gone.exit_code is not None else ""
+            at = f" at {words.when(gone.at)}" if gone.at is not None else ""
+            said += f"; its last run ({what}) exited{status}{at}, and it was removed"
+        return Verdict.DEAD, said
     problem = printable(c.problem or f"{runtime} inspect gave no answer")
     return (
         Verdict.UNKNOWN,

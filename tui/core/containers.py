@@ -34,7 +34,9 @@ fills from ``docker inspect`` run on the host, through the host's chain:
       "log_driver": "json-file",
       "log_path": "/var/lib/docker/containers/4f3c…/4f3c…-json.log",
       "log_opts": {"max-size": "10m", "max-file": "3"},
-      "pids": [4242, 4250, 4251]   # the host pids of the container's cgroup (State.Pid first)
+      "pids": [4242, 4250, 4251],  # the host pids of the container's cgroup (State.Pid first)
+      "last_exit": null            # absent: the daemon's last ``die`` event of that name
+                                   #   {id, exit_code, at, image} (a --rm container's exit)
     }
 
 The service entry's ``log`` is then the facts of ``log_path`` (or of the service's
@@ -91,6 +93,25 @@ class ContainerIdentity:
 
 
 @dataclass(frozen=True)
+class LastExit:
+    """A removed container's last exit, from the daemon's events."""
+
+    id: str
+    exit_code: int | None
+    at: float | None
+    image: str = ""
+
+    @classmethod
+    def from_json(cls, data: Fields) -> LastExit:
+        return cls(
+            id=data.opt_string("id") or "",
+            exit_code=data.opt_integer("exit_code"),
+            at=data.opt_time("at"),
+            image=data.opt_string("image") or "",
+        )
+
+
+@dataclass(frozen=True)
 class ContainerState:
     """What ``docker inspect`` said of a service's container, at the probe's instant."""
 
@@ -122,6 +143,8 @@ class ContainerState:
     log_path: str = ""
     log_opts: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     pids: tuple[int, ...] = ()
+    #: Of an absent container: its last exit the daemon remembers (its ``die`` event).
+    last_exit: LastExit | None = None
 
     @property
     def identity(self) -> ContainerIdentity | None:
@@ -184,6 +207,11 @@ class ContainerState:
                 {k: str(v) for k, v in opts.plain().items()} if opts is not None else {}
             ),
             pids=tuple(data.integers("pids")) if "pids" in data else (),
+            last_exit=(
+                LastExit.from_json(data.child("last_exit"))
+                if data.opt_child("last_exit") is not None
+                else None
+            ),
         )
 
     def to_json(self, time: Callable[[float | None], object] = lambda ts: ts) -> dict[str, object]:
@@ -215,4 +243,12 @@ class ContainerState:
             "auto_remove": self.auto_remove,
             "log_driver": self.log_driver or None,
             "log_path": self.log_path or None,
+            "last_exit": None
+            if self.last_exit is None
+            else {
+                "id": self.last_exit.id or None,
+                "exit_code": self.last_exit.exit_code,
+                "at": time(self.last_exit.at),
+                "image": self.last_exit.image or None,
+            },
         }
