@@ -104,8 +104,8 @@ MISTAKES = [
     ),
     pytest.param(
         "  a:\n    local: true\n    docker: {container: 'x y'}\n",
-        "{path}:4: hosts.a.docker.container: a container's name or id uses letters, digits, "
-        "'.', '_' and '-'",
+        "{path}:4: hosts.a.docker.container: must be a container's name or id (letters, "
+        "digits, '_', '.', '-'), not 'x y'",
         id="bad-container",
     ),
     pytest.param(

@@ -18,7 +18,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from tui.config import CONTAINER_RUNTIMES, ContainerRef, suggest
+from tui.config import ContainerRef
 from tui.hops.spec import (
     DEFAULT_PYTHON,
     EXIT_NOT_FOUND,
@@ -30,13 +30,9 @@ from tui.hops.spec import (
     Outcome,
     last_line,
 )
-from tui.yamlnodes import shown
 
 KIND = "docker"
 KEYS = ("container", "runtime", "python")
-#: A container's name or id as the runtimes accept it.
-CONTAINER_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
-MAX_CONTAINER = 255
 #: A python for the agent: a program name (``python3.11``) or an absolute path.
 PYTHON_RE = re.compile(r"[^\s/-][^\s/]*|/[^\s]+")
 #: The shell the transports' lifeline needs inside the container.
@@ -195,25 +191,11 @@ def parse(given: HopInput) -> tuple[Hop, ...]:
         raise reader.fail(
             given.node, f"{given.key}.container", "missing required key (the container's name)"
         )
-    name_node = fields["container"][1]
-    name = reader.string(name_node, f"{given.key}.container", limit=MAX_CONTAINER)
-    if not CONTAINER_RE.fullmatch(name):
-        raise reader.fail(
-            name_node,
-            f"{given.key}.container",
-            "a container's name or id uses letters, digits, '.', '_' and '-'",
-        )
-    runtime = CONTAINER_RUNTIMES[0]
-    if "runtime" in fields:
-        node = fields["runtime"][1]
-        runtime = reader.string(node, f"{given.key}.runtime")
-        if runtime not in CONTAINER_RUNTIMES:
-            raise reader.fail(
-                node,
-                f"{given.key}.runtime",
-                f"must be one of {', '.join(CONTAINER_RUNTIMES)}, not {shown(runtime)}"
-                f"{suggest(runtime, CONTAINER_RUNTIMES)}",
-            )
+    runtime = fields.get("runtime")
+    container = reader.container(
+        (fields["container"][1], f"{given.key}.container"),
+        (runtime[1], f"{given.key}.runtime") if runtime is not None else None,
+    )
     python = None
     if "python" in fields:
         node = fields["python"][1]
@@ -222,7 +204,7 @@ def parse(given: HopInput) -> tuple[Hop, ...]:
             raise reader.fail(
                 node, f"{given.key}.python", "must be a program name or an absolute path"
             )
-    return (DockerHop(ContainerRef(name, runtime), python),)
+    return (DockerHop(container, python),)
 
 
 SPEC = HopSpec(kind=KIND, written=f"{KIND}:", rank=20, base=False, parse=parse)

@@ -15,7 +15,7 @@ import re
 import yaml
 
 from tui import yamlnodes
-from tui.config import Source, suggest
+from tui.config import CONTAINER_RUNTIMES, ContainerRef, Source, suggest
 from tui.errors import ConfigError
 from tui.yamlnodes import MAX_NODES, shown, unsafe_reason
 
@@ -29,6 +29,9 @@ MAX_TEXT = 4096
 MAX_PATH_BYTES = 4095
 #: A host or service name: a letter or digit, then letters, digits, ".", "_" and "-".
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+#: Docker's own rule for a container's name (an id is hex, which it admits too).
+CONTAINER_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+MAX_CONTAINER = 255
 
 
 _CONSTRUCTOR = yaml.constructor.SafeConstructor()
@@ -112,6 +115,34 @@ class Reader:
         if not pattern.fullmatch(text):
             raise self.fail(node, key, what)
         return text
+
+    def container(
+        self, name: tuple[yaml.Node, str], runtime: tuple[yaml.Node, str] | None
+    ) -> ContainerRef:
+        """A container named by ``name`` (its node and key), run by ``runtime`` (docker
+        when None): the same rules wherever hosts.yaml names one (a service's
+        ``container:``, a host's ``docker:`` hop)."""
+        node, key = name
+        text = self.scalar_text(node, key)  # an id of digits alone is a YAML number
+        if len(text) > MAX_CONTAINER or not CONTAINER_RE.fullmatch(text):
+            raise self.fail(
+                node,
+                key,
+                "must be a container's name or id (letters, digits, '_', '.', '-'), "
+                f"not {shown(text)}",
+            )
+        chosen = CONTAINER_RUNTIMES[0]
+        if runtime is not None:
+            runtime_node, runtime_key = runtime
+            chosen = self.string(runtime_node, runtime_key)
+            if chosen not in CONTAINER_RUNTIMES:
+                raise self.fail(
+                    runtime_node,
+                    runtime_key,
+                    f"must be one of {', '.join(CONTAINER_RUNTIMES)}, not {shown(chosen)}"
+                    f"{suggest(chosen, CONTAINER_RUNTIMES)}",
+                )
+        return ContainerRef(text, chosen)
 
     def scalar_text(self, node: yaml.Node, key: str) -> str:
         """A scalar's text as written (``8`` stays ``"8"``): for argv and env values,

@@ -8,14 +8,12 @@ from types import MappingProxyType
 import yaml
 
 from tui.config import (
-    CONTAINER_RUNTIMES,
     MAX_GRACE,
     ContainerRef,
     Engine,
     LaunchSpec,
     MetricsSource,
     Service,
-    suggest,
 )
 from tui.engines import spec
 from tui.hostsfile.match import too_broad
@@ -48,8 +46,6 @@ MAX_READY = 64
 _LAUNCH_KEYS = ("command", "cwd", "env")
 #: A variable name in launch.env.
 _ENVNAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-#: A container's name or id as Docker and Podman accept them.
-_CONTAINER_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 def parse_service(
@@ -165,27 +161,11 @@ def _parse_container(
                 "names the CLI that runs a container; give container: too",
             )
         return None
-    node = entries["container"][1]
-    name = reader.scalar_text(node, f"{key}.container")
-    reader.name(
-        node,
-        name,
-        f"{key}.container",
-        f"must be a container's name or id (letters, digits, '_', '.', '-'), not {shown(name)}",
-        _CONTAINER_RE,
+    runtime = entries.get("runtime")
+    return reader.container(
+        (entries["container"][1], f"{key}.container"),
+        (runtime[1], f"{key}.runtime") if runtime is not None else None,
     )
-    runtime = "docker"
-    if "runtime" in entries:
-        runtime_node = entries["runtime"][1]
-        runtime = reader.string(runtime_node, f"{key}.runtime")
-        if runtime not in CONTAINER_RUNTIMES:
-            raise reader.fail(
-                runtime_node,
-                f"{key}.runtime",
-                f"must be one of {', '.join(CONTAINER_RUNTIMES)}, not {shown(runtime)}"
-                f"{suggest(runtime, CONTAINER_RUNTIMES)}",
-            )
-    return ContainerRef(name=name, runtime=runtime)
 
 
 def _parse_launch(reader: Reader, key: str, node: yaml.Node) -> LaunchSpec:
