@@ -301,7 +301,13 @@ def test_tp4_tree_dies_whole_on_sigkill_and_argv_carries_the_flags(tmp_path: Pat
         kids = children(sim.pid)
         assert len(kids) == 3
         assert all("tui.sim.worker" in " ".join(kid.cmdline()) for kid in kids)
-        assert sorted(kid.name() for kid in kids) == ["sglang::schedul"] * 3
+        # Each worker names itself once it runs: on a loaded machine, a moment after the
+        # server printed its ready line.
+        wait_until(
+            lambda: sorted(kid.name() for kid in kids) == ["sglang::schedul"] * 3,
+            20,
+            "the workers to take their names",
+        )
         sim.signal(signal.SIGKILL)
         assert sim.wait() == -signal.SIGKILL
         wait_until(lambda: all_gone([kid.pid for kid in kids]), 3, "the whole tree to die")
