@@ -1,0 +1,192 @@
+"""Servers in containers end to end: a real dockerd, the real sshd and the pct stand-in
+on it, and ``babysit status --json`` run in a process of its own.
+
+Each scenario's container is reached three ways in one hosts.yaml: ``here`` (``local:
+true``), ``viassh`` (the docker host over the real sshd, whose sessions' ``docker`` is
+this daemon's) and ``viapct`` (``pct exec`` on that sshd). One ``status`` run answers
+for all three, so each container serves every transport's asserts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from support.dockerd import Dockerd, sim_command, wait_running
+from support.ports import free_port
+from support.servers import REPO
+from support.sshd import Sshd
+from support.wait import wait_until
+
+from tui.agent.container import docker_time
+from tui.core.containers import DOCKER_JSON
+
+pytestmark = pytest.mark.integration
+
+VMID = 118
+#: The host names of the three ways to the docker host.
+HOSTS = ("here", "viassh", "viapct")
+#: The line each engine's sim prints once it serves.
+READY = {
+    "vllm": "Application startup complete.",
+    "sglang": "The server is fired up and ready to roll!",
+}
+#: vLLM's stats line period inside the container (seconds).
+STATS_INTERVAL = "1"
+#: Requests sent before a status run reads the metrics they leave in the log.
+REQUESTS = 3
+
+Hosts = Callable[[str], Path]
+
+
+@pytest.fixture
+def hosts(dockerd: Dockerd, sshd: Sshd, write_config) -> Hosts:
+    """hosts.yaml of the three ways to the docker host, each with ``services`` (the
+    block's YAML lines, under ``services:``)."""
+    shutil.copy(dockerd.bin_dir / "docker", sshd.bin_dir / "docker")
+    sshd.add_container(VMID)
+
+    def write(services: str) -> Path:
+        block = "  services:\n" + "".join(f"    {line}\n" for line in services.splitlines())
+        entries = (
+            "here:\n  local: true\n",
+            sshd.host_yaml("viassh"),
+            sshd.pct_host_yaml("viapct", VMID),
+        )
+        return write_config("".join(entry + block for entry in entries))
+
+    return write
+
+
+def container_service(engine: str, name: str, port: int) -> str:
+    return f"qwen: {{engine: {engine}, container: {name}, port: {port}}}"
+
+
+def status_json(config: Path) -> dict[str, dict]:
+    """``babysit status --json`` in a process of its own: each host's entry of ``qwen``."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-m", "tui", "status", "--json", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=90,
+        check=False,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    entries = json.loads(done.stdout)["services"]
+    return {entry["host"]: entry for entry in entries if entry["service"] == "qwen"}
+
+
+def inspect(dockerd: Dockerd, name: str) -> dict:
+    return json.loads(dockerd.docker("inspect", name).stdout)[0]
+
+
+def at(iso: str) -> float:
+    """The time a ``status --json`` field says, in seconds since the epoch."""
+    return datetime.fromisoformat(iso).timestamp()
+
+
+def records(path: str) -> list[tuple[int, dict]]:
+    """(offset, record) of each whole line of a json-file."""
+    out = []
+    offset = 0
+    with open(path, "rb") as handle:
+        for line in handle:
+            if line.endswith(b"\n"):
+                out.append((offset, json.loads(line)))
+            offset += len(line)
+    return out
+
+
+def record_at(path: str, offset: int) -> dict:
+    with open(path, "rb") as handle:
+        handle.seek(offset)
+        return json.loads(handle.readline())
+
+
+def log_text(dockerd: Dockerd, name: str) -> str:
+    """What the container has written so far (its json-file's ``log`` fields)."""
+    path = dockerd.inspect(name, "{{.LogPath}}")
+    return "".join(record["log"] for _, record in records(path))
+
+
+def ready_records(path: str, engine: str) -> list[tuple[int, dict]]:
+    return [(o, r) for o, r in records(path) if READY[engine] in r["log"]]
+
+
+def post(port: int, engine: str) -> None:
+    """One generation request, answered before this returns."""
+    if engine == "vllm":
+        path, body = "/v1/completions", {"prompt": "hello", "max_tokens": 80}
+    else:
+        path, body = "/generate", {"text": "hello", "sampling_params": {"max_new_tokens": 80}}
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310 - loopback
+        answer.read()
+
+
+# ------------------------------------------------------------------ live, with metrics
+
+#: A line of each engine's sim that holds its generation throughput.
+STATS = {"vllm": "Avg generation throughput", "sglang": "Decode batch"}
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_a_sim_in_a_container_is_live_with_its_metrics(
+    dockerd: Dockerd, hosts: Hosts, engine: str
+) -> None:
+    port = free_port()
+    name = f"e2e-live-{engine}"
+    argv = sim_command(engine, port)
+    if engine == "sglang":
+        argv += ["--decode-log-interval", "5"]
+    dockerd.run_container(name, argv, env={"VLLM_LOG_STATS_INTERVAL": STATS_INTERVAL})
+    wait_running(dockerd, name)
+    wait_until(lambda: READY[engine] in log_text(dockerd, name), 30, f"{name} ready")
+    with ThreadPoolExecutor(REQUESTS) as pool:
+        list(pool.map(lambda _: post(port, engine), range(REQUESTS)))
+    wait_until(lambda: STATS[engine] in log_text(dockerd, name), 30, "a stats line")
+    entries = status_json(hosts(container_service(engine, name, port)))
+
+    state = inspect(dockerd, name)
+    path = state["LogPath"]
+    assert set(entries) == set(HOSTS)
+    for host, entry in entries.items():
+        assert entry["verdict"] == "live", (host, entry["summary"])
+        box = entry["container"]
+        assert box["found"] is True and box["running"] is True, host
+        assert box["id"] == state["Id"], host
+        assert at(box["started_at"]) == pytest.approx(
+            docker_time(state["State"]["StartedAt"]), abs=1
+        )
+        assert box["restart_count"] == 0, host
+        assert entry["process"]["run"] == {
+            "container_id": state["Id"],
+            "started_at": box["started_at"],
+            "restart_count": 0,
+        }, host
+        assert entry["process"]["pid"] == state["State"]["Pid"], host
+        assert entry["log"]["format"] == DOCKER_JSON and entry["log"]["path"] == path, host
+        ((_, ready),) = ready_records(path, engine)
+        assert entry["ready"]["seen"] is True and entry["ready"]["anchor"] == 0, host
+        assert at(entry["ready"]["at"]) == pytest.approx(docker_time(ready["time"]), abs=1)
+        gen = entry["metrics"]["gen_throughput"]
+        assert gen["run"] == 1 and gen["stale"] is False, (host, gen)
+        # read from this run's own json-file record, past its anchor
+        assert gen["offset"] >= entry["ready"]["anchor"], host
+        assert STATS[engine] in record_at(path, gen["offset"])["log"], host
+        assert entry["hints"] == [], host
