@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -30,7 +31,8 @@ from support.wait import wait_until
 from tui.agent.container import docker_time
 from tui.core.containers import DOCKER_JSON
 
-pytestmark = pytest.mark.integration
+#: Each test says its tier (the restarts' tests are slow): every one needs the sshd.
+pytestmark = pytest.mark.sshd
 
 VMID = 118
 #: The host names of the three ways to the docker host.
@@ -145,6 +147,7 @@ def post(port: int, engine: str) -> None:
 STATS = {"vllm": "Avg generation throughput", "sglang": "Decode batch"}
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
 def test_a_sim_in_a_container_is_live_with_its_metrics(
     dockerd: Dockerd, hosts: Hosts, engine: str
@@ -190,3 +193,76 @@ def test_a_sim_in_a_container_is_live_with_its_metrics(
         assert gen["offset"] >= entry["ready"]["anchor"], host
         assert STATS[engine] in record_at(path, gen["offset"])["log"], host
         assert entry["hints"] == [], host
+
+
+# ------------------------------------------------------------------ docker restart
+
+#: How long the restarted run loads: every status run asked meanwhile must find it
+#: still loading.
+RELOAD_SECONDS = 10.0
+#: The old run's last words: a graceful stop (vLLM's ``docker restart``), a child's
+#: failure (SGLang's crash, the container then started again by ``docker restart``).
+LAST_WORDS = {"vllm": "Application shutdown complete.", "sglang": "SIGQUIT received."}
+
+
+def first_run_then(marks: Path, first: list[str], later: list[str]) -> tuple[list[str], list[str]]:
+    """A container command that runs ``first`` the first time the container starts and
+    ``later`` at every start after it (a file in ``marks``, mounted, remembers), with
+    the ``docker run`` options it needs."""
+    mark = marks / "started"
+    script = (
+        f"if [ -e {mark} ]; then exec {shlex.join(later)}; fi; : > {mark}; exec {shlex.join(first)}"
+    )
+    return ["/bin/sh", "-c", script], ["-v", f"{marks}:{marks}"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_a_restarted_container_is_starting_until_its_new_ready_line(
+    dockerd: Dockerd, hosts: Hosts, tmp_path: Path, engine: str
+) -> None:
+    port = free_port()
+    name = f"e2e-restart-{engine}"
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    scenario = "healthy" if engine == "vllm" else "crash-after:0.5"
+    command, options = first_run_then(
+        marks,
+        sim_command(engine, port, scenario=scenario),
+        sim_command(engine, port, load=RELOAD_SECONDS),
+    )
+    dockerd.run_container(name, command, options=options)
+    path = inspect(dockerd, name)["LogPath"]
+    wait_until(lambda: ready_records(path, engine), 30, "the first run's ready line")
+    if engine == "sglang":
+        wait_until(lambda: dockerd.inspect(name, "{{.State.Status}}") == "exited", 30, "the crash")
+    first = inspect(dockerd, name)["State"]
+    dockerd.docker("restart", "-t", "5", name)
+    config = hosts(container_service(engine, name, port))
+    loading = status_json(config)
+    state = inspect(dockerd, name)
+    assert state["State"]["StartedAt"] != first["StartedAt"]
+    # the old run's ready line and its last words lie before the new run's anchor
+    ((old_ready, _),) = ready_records(path, engine)
+    (last_words,) = [o for o, r in records(path) if LAST_WORDS[engine] in r["log"]]
+    for host, entry in loading.items():
+        assert entry["verdict"] == "starting", (host, entry["summary"])
+        assert "not ready yet" in entry["summary"], host
+        ready = entry["ready"]
+        assert ready["seen"] is False and ready["anchor"] > max(old_ready, last_words), host
+        started = at(entry["container"]["started_at"])
+        assert started == pytest.approx(docker_time(state["State"]["StartedAt"]), abs=1), host
+        assert entry["process"]["pid"] == state["State"]["Pid"], host
+        assert entry["hints"] == [], host
+    assert len(ready_records(path, engine)) == 1, "the new run was read while it loaded"
+
+    wait_until(
+        lambda: len(ready_records(path, engine)) == 2, RELOAD_SECONDS * 3, "the new ready line"
+    )
+    (_, (new_ready, record)) = ready_records(path, engine)
+    for host, entry in status_json(config).items():
+        assert entry["verdict"] == "live", (host, entry["summary"])
+        ready = entry["ready"]
+        assert ready["seen"] is True and ready["anchor"] == loading[host]["ready"]["anchor"]
+        assert ready["anchor"] <= new_ready, host
+        assert at(ready["at"]) == pytest.approx(docker_time(record["time"]), abs=1), host
