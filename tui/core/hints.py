@@ -210,8 +210,12 @@ def crash_loop(notes: ContainerNotes | None) -> Hint | None:
         if restarts.span is not None and restarts.span > 0:
             every = human_age(restarts.span / count)
             said += f" in {human_age(restarts.span)} (about every {every})"
-    if c.exit_code is not None and c.finished_at is not None:
-        said += f"; last exit {c.exit_code} at {words.clock(c.finished_at)}"
+    # A container the runtime started again holds ExitCode 0 (set as it starts); the
+    # last try's status is known only while it is stopped or restarting.
+    code = c.exit_code if not c.running or c.restarting else None
+    if c.finished_at is not None:
+        status = f" {code}" if code is not None else ""
+        said += f"; last exit{status} at {words.clock(c.finished_at)}"
     runtime = printable(c.runtime)
     message = (
         f"{said}: the server fails at start; `{runtime} logs` of each try mixes runs, "
@@ -231,9 +235,12 @@ def crash_loop(notes: ContainerNotes | None) -> Hint | None:
         evidence.append(f"created {words.when(c.created)}")
     if c.finished_at is not None:
         oom = ", OOMKilled" if c.oom_killed else ""
-        evidence.append(
-            f"last exit: status {c.exit_code} at {words.when(c.finished_at)} (FinishedAt){oom}"
+        status = (
+            f"status {code}"
+            if code is not None
+            else f"its status unknown ({runtime} sets ExitCode to 0 as it starts the container)"
         )
+        evidence.append(f"last exit: {status} at {words.when(c.finished_at)} (FinishedAt){oom}")
     return Hint(HintRule.CRASH_LOOP, message, tuple(evidence))
 
 
