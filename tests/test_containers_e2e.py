@@ -9,8 +9,10 @@ for all three, so each container serves every transport's asserts.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -26,10 +28,15 @@ from support.dockerd import Dockerd, sim_command, wait_running
 from support.ports import free_port
 from support.servers import REPO
 from support.sshd import Sshd
-from support.wait import wait_until
+from support.wait import until, wait_until
 
 from tui.agent.container import docker_time
+from tui.config import Host
 from tui.core.containers import DOCKER_JSON
+from tui.core.hints import HintRule
+from tui.core.report import ServiceReport
+from tui.hostsfile import parse_config
+from tui.session.sessions import Sessions
 
 #: Each test says its tier (the restarts' tests are slow): every one needs the sshd.
 pytestmark = pytest.mark.sshd
@@ -266,3 +273,86 @@ def test_a_restarted_container_is_starting_until_its_new_ready_line(
         assert ready["seen"] is True and ready["anchor"] == loading[host]["ready"]["anchor"]
         assert ready["anchor"] <= new_ready, host
         assert at(ready["at"]) == pytest.approx(docker_time(record["time"]), abs=1), host
+
+
+# ------------------------------------------------------------------ crash loop
+
+
+#: The crash-loop hint's count: ``restarted 3 times`` (``once`` for one).
+RESTARTED = re.compile(r"^restarted (once|\d+ times)\b")
+#: How many restarts the probes must see climb before the test reads the hint.
+CLIMB = 2
+
+
+def restarted(message: str) -> int:
+    match = RESTARTED.match(message)
+    assert match is not None, message
+    return 1 if match.group(1) == "once" else int(match.group(1).split()[0])
+
+
+def crash_loop_hint(report: ServiceReport) -> str | None:
+    found = [h.message for h in report.hints if h.rule is HintRule.CRASH_LOOP]
+    return found[0] if found else None
+
+
+async def climbing(sessions: Sessions, host: Host) -> ServiceReport:
+    """The host's report once its probes saw the container's RestartCount climb."""
+    watch = sessions.watch(host)
+
+    async def seen() -> ServiceReport | None:
+        state = await watch.refresh(list(host.services.values()))
+        report = state.reports["qwen"]
+        message = crash_loop_hint(report)
+        return report if message and restarted(message) >= CLIMB else None
+
+    return await until(seen, f"{host.name}'s probes to see the restarts climb", timeout=60)
+
+
+@pytest.mark.slow
+async def test_a_crash_loop_is_told_with_its_restart_count(dockerd: Dockerd, hosts: Hosts) -> None:
+    port = free_port()
+    name = "e2e-loop"
+    dockerd.run_container(
+        name, sim_command("vllm", port, scenario="oom"), options=["--restart", "always"]
+    )
+    config_path = hosts(container_service("vllm", name, port))
+    config = parse_config(config_path.read_text(), str(config_path))
+    # A session's probes, as a screen's, see the count climb from one answer to the next;
+    # ``status`` asks once, and while docker waits to start the container again the
+    # count since it was created is the loop's (each host's first such answer is kept).
+    restarting: dict[str, dict] = {}
+
+    def status_while_restarting() -> bool:
+        for host, entry in status_json(config_path).items():
+            if entry["container"]["restarting"]:
+                restarting.setdefault(host, entry)
+        return len(restarting) == len(HOSTS)
+
+    sessions = Sessions()
+    try:
+        *reports, _ = await asyncio.gather(
+            *(climbing(sessions, host) for host in config.hosts.values()),
+            asyncio.to_thread(
+                wait_until, status_while_restarting, 60, "each host's status while it restarts"
+            ),
+        )
+    finally:
+        await sessions.close()
+    state = inspect(dockerd, name)
+    short = state["Id"][:12]
+    for report in reports:
+        host = report.assessment.host
+        (hint,) = [h for h in report.hints if h.rule is HintRule.CRASH_LOOP]
+        assert CLIMB <= restarted(hint.message) <= state["RestartCount"], (host, hint.message)
+        assert "the server fails at start" in hint.message, host
+        assert "last exit 0" not in hint.message, (host, hint.message)  # every try exits 1
+        assert hint.evidence[0].startswith(f"docker inspect of {name} ({short}): RestartCount ")
+        assert hint.evidence[1].startswith("RestartCount seen by the probes: "), host
+    for host, entry in restarting.items():
+        assert entry["verdict"] == "dead", (host, entry["summary"])
+        summary = entry["summary"]
+        assert f"container {name} ({short}, babysit-test:empty) is restarting" in summary, host
+        assert "its last run exited with status 1 at" in summary, host
+        (hint,) = [h for h in entry["hints"] if h["rule"] == HintRule.CRASH_LOOP.value]
+        assert restarted(hint["message"]) == entry["container"]["restart_count"], host
+        assert "last exit 1 at" in hint["message"], host
