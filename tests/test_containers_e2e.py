@@ -356,3 +356,49 @@ async def test_a_crash_loop_is_told_with_its_restart_count(dockerd: Dockerd, hos
         (hint,) = [h for h in entry["hints"] if h["rule"] == HintRule.CRASH_LOOP.value]
         assert restarted(hint["message"]) == entry["container"]["restart_count"], host
         assert "last exit 1 at" in hint["message"], host
+
+
+# ------------------------------------------------------------------ kill
+
+
+#: Seconds ``docker stop`` waits before its SIGKILL (the service's ``stop_grace``).
+STOP_GRACE = 10
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("host", HOSTS)
+def test_babysit_kill_stops_the_container_and_names_it(
+    dockerd: Dockerd, hosts: Hosts, host: str
+) -> None:
+    port = free_port()
+    name = f"e2e-kill-{host}"
+    dockerd.run_container(name, sim_command("vllm", port))
+    path = inspect(dockerd, name)["LogPath"]
+    wait_until(lambda: ready_records(path, "vllm"), 30, f"{name} ready")
+    config = hosts(
+        f"qwen: {{engine: vllm, container: {name}, port: {port}, stop_grace: {STOP_GRACE}}}"
+    )
+    before = inspect(dockerd, name)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    argv = [sys.executable, "-m", "tui", "kill", f"{host}/qwen", "--config", str(config)]
+    done = subprocess.run(
+        [*argv, "--pid", str(before["State"]["Pid"])],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=90,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    after = inspect(dockerd, name)["State"]
+    assert after["Status"] == "exited" and after["Running"] is False
+    assert after["StartedAt"] == before["State"]["StartedAt"], "stopped, not restarted"
+    short = before["Id"][:12]
+    said = done.stderr
+    assert f"{host}/qwen: container {name} ({short}), image babysit-test:empty" in said
+    assert f"docker stop -t {STOP_GRACE} {before['Id']}" in said
+    # the outcome, its last line, names the container and how it ended
+    outcome = said.strip().splitlines()[-1]
+    assert outcome.startswith(f"babysit: {host}/qwen: container {name} ({short}): "), outcome
+    assert f"the container stopped (exited): exit code {after['ExitCode']} at " in outcome
+    assert "not OOM-killed" in outcome and f"port {port} is closed" in outcome
