@@ -29,12 +29,18 @@ from support.ports import free_port
 from support.servers import REPO
 from support.sshd import Sshd
 from support.wait import until, wait_until
+from test_app_host_screen import SIZE, log_view, screen_text
 
 from tui.agent.container import docker_time
+from tui.app.app import make_app
+from tui.app.screens.host import HostScreen
+from tui.app.widgets.metrics_pane import HintsLine
 from tui.config import Host
 from tui.core.containers import DOCKER_JSON
 from tui.core.hints import HintRule
+from tui.core.logcursor import EventKind, EventRow, LogLine
 from tui.core.report import ServiceReport
+from tui.core.verdicts import Verdict
 from tui.hostsfile import parse_config
 from tui.session.sessions import Sessions
 
@@ -402,3 +408,117 @@ def test_babysit_kill_stops_the_container_and_names_it(
     assert outcome.startswith(f"babysit: {host}/qwen: container {name} ({short}): "), outcome
     assert f"the container stopped (exited): exit code {after['ExitCode']} at " in outcome
     assert "not OOM-killed" in outcome and f"port {port} is closed" in outcome
+
+
+# ------------------------------------------------------------------ --rm
+
+
+#: Seconds the --rm sim serves before its crash ends the container.
+SERVES_FOR = 3
+
+
+#: SGLang's last words as its crash ends the container (then the tree is killed: 137).
+CRASH_LINE = "SIGQUIT received."
+#: The exit status of the SGLang sim's crash (SIGKILL of the whole tree).
+CRASH_STATUS = 137
+
+
+def rm_sim(dockerd: Dockerd, name: str, port: int) -> None:
+    """An SGLang sim in a --rm container that serves a few seconds, then crashes."""
+    argv = sim_command("sglang", port, scenario=f"crash-after:{SERVES_FOR}")
+    dockerd.run_container(name, argv, options=["--rm"])
+
+
+def gone(dockerd: Dockerd, name: str) -> bool:
+    return dockerd.docker("inspect", name, check=False).returncode != 0
+
+
+def warned_of_rm(screen: HostScreen) -> bool:
+    return any(h.rule is HintRule.AUTO_REMOVE for h in screen.query_one(HintsLine)._shown or ())
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("host", HOSTS)
+async def test_a_rm_container_gone_keeps_its_last_lines_on_screen(
+    dockerd: Dockerd, hosts: Hosts, host: str
+) -> None:
+    port = free_port()
+    name = f"e2e-rm-{host}"
+    config_path = hosts(container_service("sglang", name, port))
+    config = parse_config(config_path.read_text(), str(config_path))
+    rm_sim(dockerd, name, port)
+    app = make_app(config, [f"{host}/qwen"], sessions=Sessions(interval=0.5))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen
+        assert isinstance(screen, HostScreen)
+        view = log_view(app)
+
+        def lines() -> list[str]:
+            return [r.text for r in view.buffer if isinstance(r, LogLine)]
+
+        def dead() -> bool:
+            return screen.assessment is not None and screen.assessment.verdict is Verdict.DEAD
+
+        # while it runs: the warning, beside a run that serves
+        await until(lambda: warned_of_rm(screen), "the --rm warning", pilot=pilot, timeout=30)
+        assert screen.assessment is not None
+        assert screen.assessment.verdict in (Verdict.LIVE, Verdict.STARTING), screen.assessment
+        await until(lambda: gone(dockerd, name), "docker to remove it", pilot=pilot, timeout=30)
+        read = lines()
+        await until(dead, "the verdict on the container gone", pilot=pilot, timeout=30)
+        # the last lines it read stay, to the crash's own words
+        await until(
+            lambda: any(CRASH_LINE in line for line in lines()),
+            "the crash's line",
+            pilot=pilot,
+        )
+        watch = app.sessions.watch(config.hosts[host])
+        answers = watch.answers
+        await until(lambda: watch.answers >= answers + 2, "answers after it", pilot=pilot)
+        kept = lines()
+        assert kept[: len(read)] == read
+        assert any(READY["sglang"] in line for line in kept)
+        assert screen.assessment is not None and dead()
+        short = screen.assessment.summary
+        assert short.startswith(f"no container {name} on {host}: it ran with --rm ("), short
+        assert short.endswith("so docker removed it, and its log, as it exited"), short
+        assert warned_of_rm(screen), "the warning stays"
+        verdicts = [
+            r.event.message
+            for r in view.buffer
+            if isinstance(r, EventRow) and r.event.kind is EventKind.VERDICT
+        ]
+        assert any(v.startswith("LIVE → DEAD: no container") for v in verdicts), verdicts
+        assert "it ran with --rm" in screen_text(app)
+
+
+@pytest.mark.integration
+@pytest.mark.xfail(
+    strict=True,
+    reason="docker removes a --rm container as it exits, and babysit reads its exit status "
+    "only from docker inspect: the verdict on the container gone says --rm, not the status",
+)
+async def test_a_rm_container_gone_is_dead_with_its_exit_status(
+    dockerd: Dockerd, hosts: Hosts
+) -> None:
+    port = free_port()
+    name = "e2e-rm-status"
+    config_path = hosts(container_service("sglang", name, port))
+    host = parse_config(config_path.read_text(), str(config_path)).hosts["here"]
+    rm_sim(dockerd, name, port)
+    sessions = Sessions()
+    try:
+        watch = sessions.watch(host)
+
+        async def verdict(wanted: Verdict) -> ServiceReport | None:
+            report = (await watch.refresh(list(host.services.values()))).reports["qwen"]
+            return report if report.verdict is wanted else None
+
+        await until(lambda: verdict(Verdict.LIVE), "the run serving", timeout=30)
+        # the next answer comes once docker has removed it, as a screen's may
+        await asyncio.to_thread(wait_until, lambda: gone(dockerd, name), 30, "its removal")
+        report = await until(lambda: verdict(Verdict.DEAD), "the container gone", timeout=30)
+    finally:
+        await sessions.close()
+    assert "it ran with --rm" in report.assessment.summary
+    assert f"status {CRASH_STATUS}" in report.assessment.summary, report.assessment.summary
