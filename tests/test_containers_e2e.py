@@ -1,10 +1,15 @@
 """Servers in containers end to end: a real dockerd, the real sshd and the pct stand-in
-on it, and ``babysit status --json`` run in a process of its own.
+on it, and babysit's own processes (``status --json``, ``kill``), sessions and screens.
 
 Each scenario's container is reached three ways in one hosts.yaml: ``here`` (``local:
 true``), ``viassh`` (the docker host over the real sshd, whose sessions' ``docker`` is
-this daemon's) and ``viapct`` (``pct exec`` on that sshd). One ``status`` run answers
-for all three, so each container serves every transport's asserts.
+this daemon's) and ``viapct`` (``pct exec`` on that sshd). One ``status`` run, or one
+session per host, answers for all three, so one container serves every transport's
+asserts; the kill and the host screen of a --rm container, whose container ends, take
+one each. The scenarios: vLLM and SGLang sims LIVE with this run's metrics; ``docker
+restart`` STARTING until the new run's ready line, never the old run's; a crash loop
+under ``--restart always`` with its count; ``babysit kill`` as ``docker stop``; a
+``--rm`` container warned about, and its last lines kept once docker removed it.
 """
 
 from __future__ import annotations
@@ -415,8 +420,6 @@ def test_babysit_kill_stops_the_container_and_names_it(
 
 #: Seconds the --rm sim serves before its crash ends the container.
 SERVES_FOR = 3
-
-
 #: SGLang's last words as its crash ends the container (then the tree is killed: 137).
 CRASH_LINE = "SIGQUIT received."
 #: The exit status of the SGLang sim's crash (SIGKILL of the whole tree).
@@ -482,9 +485,9 @@ async def test_a_rm_container_gone_keeps_its_last_lines_on_screen(
         assert kept[: len(read)] == read
         assert any(READY["sglang"] in line for line in kept)
         assert screen.assessment is not None and dead()
-        short = screen.assessment.summary
-        assert short.startswith(f"no container {name} on {host}: it ran with --rm ("), short
-        assert short.endswith("so docker removed it, and its log, as it exited"), short
+        summary = screen.assessment.summary
+        assert summary.startswith(f"no container {name} on {host}: it ran with --rm ("), summary
+        assert summary.endswith("so docker removed it, and its log, as it exited"), summary
         assert warned_of_rm(screen), "the warning stays"
         verdicts = [
             r.event.message
