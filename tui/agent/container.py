@@ -171,13 +171,14 @@ def last_exit(runtime, ref):
     """The last exit the daemon remembers of a container named (or with the id) ``ref``
     that is gone, from its ``die`` events: {id, exit_code, at, image}, or None. A ``--rm``
     container's exit status lives on only there once the runtime removed it."""
-    now = int(time.time())
+    # To the nanosecond: a whole second would leave out an exit within this second.
+    now = time.time()
     status, out, _ = run_runtime(
         runtime,
         [
             "events",
-            "--since", str(now - EVENTS_WINDOW),
-            "--until", str(now),
+            "--since", "%.9f" % (now - EVENTS_WINDOW),
+            "--until", "%.9f" % now,
             "--filter", "type=container",
             "--filter", "event=die",
             "--filter", "container=" + ref,
