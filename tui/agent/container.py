@@ -22,6 +22,8 @@ MAX_CGROUP_PIDS = 4096
 #: How far back the daemon's event log is asked for a removed container's last exit
 #: (the daemon itself keeps only its last few hundred events).
 EVENTS_WINDOW = 24 * 3600
+#: A container id, or the start of one, as hosts.yaml may give it.
+HEX_ID = re.compile(r"^[0-9a-f]{12,64}$")
 #: Lines of ``docker events`` read, at most (the last ones are the newest).
 MAX_EVENTS = 1024
 
@@ -193,9 +195,14 @@ def last_exit(runtime, ref):
             event = json.loads(line.decode("utf-8", "replace"))
             actor = event.get("Actor") or {}
             attributes = actor.get("Attributes") or {}
+            cid = actor.get("ID") or event.get("id") or ""
+            # The daemon's filter matches names by prefix (qwen finds qwen-2): only this
+            # very name, or an id it begins.
+            if attributes.get("name") != ref and not (HEX_ID.match(ref) and cid.startswith(ref)):
+                continue
             code = str(attributes.get("exitCode", ""))
             found = {
-                "id": actor.get("ID") or event.get("id") or "",
+                "id": cid,
                 "exit_code": int(code) if code.isdigit() else None,
                 "at": (event.get("timeNano") or 0) / 1e9 or event.get("time"),
                 "image": attributes.get("image") or event.get("from") or "",
