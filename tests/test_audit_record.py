@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.servers import Server, free_port
+from support.servers import Server
 from test_app_actions import READY, host_screen, kill_port, modal_of, real_app, until, verdict
 from test_ops import local_config
 
@@ -135,10 +135,10 @@ def check_failed_launch(record: dict[str, Any]) -> None:
     assert "the server did not start" in record["result"] and MISSING[0] in record["result"]
 
 
-def missing_config() -> str:
-    """One service whose launch: cannot start (and no run is there)."""
+def missing_config(folder: Path) -> str:
+    """One service whose launch: cannot start (and no run is there), logging in ``folder``."""
     launch = json.dumps({"command": MISSING})
-    log = json.dumps(f"/tmp/babysit-audit-{os.getpid()}-{free_port()}.log")
+    log = json.dumps(str(folder / "serve.log"))
     return (
         "hosts:\n  h:\n    local: true\n    services:\n"
         f"      qwen: {{engine: sglang, log: {log}, launch: {launch}}}\n"
@@ -187,7 +187,7 @@ def test_the_cli_audits_a_launch_that_fails(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     config = tmp_path / "hosts.yaml"
-    config.write_text(missing_config())
+    config.write_text(missing_config(tmp_path))
     assert main(["relaunch", "h/qwen", "--wait", "--config", str(config)]) == 1
     assert "the server did not start" in capsys.readouterr().err
     (record,) = records()
@@ -241,7 +241,7 @@ async def test_the_screen_audits_each_action_in_the_same_shape(tmp_path: Path) -
 
 
 async def test_the_screen_audits_a_launch_that_fails(tmp_path: Path) -> None:
-    host = parse_config(missing_config()).hosts["h"]
+    host = parse_config(missing_config(tmp_path)).hosts["h"]
     app = BabysitApp(HostView(host, host.services["qwen"]), sessions=Sessions(interval=0.2))
     async with app.run_test(size=(120, 36)) as pilot:
         await until(lambda: verdict(app) is Verdict.DEAD, "DEAD", pilot=pilot)
