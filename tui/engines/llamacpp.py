@@ -34,11 +34,12 @@ requests and throughput counters are on ``/metrics`` with ``--metrics``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
 from tui.core.metrics.model import Metric, MetricSample, admissible
-from tui.engines.spec import EngineSpec, Phase, Prometheus, Stamp, StampKind
+from tui.engines.spec import EngineSpec, Phase, Prometheus, ReaderClock, Stamp, StampKind
 
 NAME = "llamacpp"
 
@@ -105,7 +106,7 @@ _PHASE_METRIC = {
 }
 
 
-class LlamaCppReader:
+class LlamaCppReader(ReaderClock):
     """Reads llama-server's log one line at a time (a :class:`~tui.engines.spec.LineReader`).
 
     State: the last mid-2025 timing header (slot, task, time, router port), which the next
@@ -113,17 +114,8 @@ class LlamaCppReader:
     without it, or with no stamp, a line's time is ``reference`` (or ``clock()``, live).
     """
 
-    def __init__(
-        self,
-        *,
-        reference: datetime | None = None,
-        clock: Callable[[], datetime] = datetime.now,
-        started: datetime | None = None,
-        utc_offset: int | None = None,  # unused: its stamps are the host's wall clock
-    ) -> None:
-        self._reference = reference
-        self._clock = clock
-        self._started = started
+    def __init__(self, **made: Any) -> None:
+        super().__init__(**made)
         self._header: tuple[str, str, datetime | None, str] | None = None
         self._lines = 0
         self._header_until = 0
@@ -188,9 +180,6 @@ class LlamaCppReader:
         stamp = _STAMP.search(lead)
         return None if stamp is None else self._started + _elapsed(stamp)
 
-    def _fallback(self) -> datetime:
-        return self._reference if self._reference is not None else self._clock()
-
     def _samples(self, text: str, offset: int | None, run: int) -> list[MetricSample]:
         matches = list(_BODIES.finditer(text))
         samples: list[MetricSample] = []
@@ -222,7 +211,7 @@ class LlamaCppReader:
             kind, body, values, pairs = sample
             samples.append(
                 MetricSample(
-                    ts=ts if ts is not None else self._fallback(),
+                    ts=ts if ts is not None else self._now(),
                     kind=kind,
                     engine=NAME,
                     body=body,

@@ -127,6 +127,28 @@ class LineReader(Protocol):
         ...
 
 
+class ReaderClock:
+    """What a reader of host wall-clock stamps is made with: ``reference``, ``clock`` and
+    ``started`` (see :data:`ReaderFactory`); ``utc_offset`` is taken and not needed, its
+    stamps being the host's wall clock. Engine readers subclass it."""
+
+    def __init__(
+        self,
+        *,
+        reference: datetime | None = None,
+        clock: Callable[[], datetime] = datetime.now,
+        started: datetime | None = None,
+        utc_offset: int | None = None,
+    ) -> None:
+        self._reference = reference
+        self._clock = clock
+        self._started = started
+
+    def _now(self) -> datetime:
+        """When the log was last written, else the clock's time (a live log)."""
+        return self._reference if self._reference is not None else self._clock()
+
+
 #: Makes a reader. ``reference`` is when the log was last written (the year of a
 #: year-less stamp); ``None`` asks ``clock``. ``started`` is the run's start (host
 #: wall clock), for stamps counted from it or lacking a date; ``None`` when unknown.

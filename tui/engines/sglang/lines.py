@@ -20,14 +20,16 @@ escapes are stripped first.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
 from tui.core.metrics.model import Metric, MetricSample, canonical
 from tui.core.metrics.stamps import infer_year
 from tui.engines._json_lines import line_time as json_line_time
 from tui.engines._json_lines import records as json_records
 from tui.engines._pid_tags import run_start
+from tui.engines.spec import ReaderClock
 
 NAME = "sglang"
 
@@ -79,23 +81,14 @@ _TIME_ONLY_SLACK = timedelta(hours=1)
 _DAY = timedelta(days=1)
 
 
-class Reader:
+class Reader(ReaderClock):
     """SGLang's metric lines; see :class:`tui.engines.spec.LineReader`. A time-only stamp
     takes the date of ``started`` (the next day when it is earlier in the day than the
     start), else of ``reference`` or ``clock()``; a year-less one the year
     ``reference`` (or ``clock()``) gives it."""
 
-    def __init__(
-        self,
-        *,
-        reference: datetime | None = None,
-        clock: Callable[[], datetime] = datetime.now,
-        started: datetime | None = None,
-        utc_offset: int | None = None,  # unused: its stamps are the host's wall clock
-    ) -> None:
-        self._reference = reference
-        self._clock = clock
-        self._started = started
+    def __init__(self, **made: Any) -> None:
+        super().__init__(**made)
         self._times: dict[str, datetime] = {}
 
     def records(self, text: str, offset: int | None, *, run: int = 0) -> Sequence[MetricSample]:
@@ -232,11 +225,11 @@ class Reader:
             start = self._started.replace(microsecond=0)
             ts = start.replace(hour=hour, minute=minute, second=second)
             return ts + _DAY if ts < start else ts
-        base = self._reference if self._reference is not None else self._clock()
+        base = self._now()
         ts = base.replace(hour=hour, minute=minute, second=second, microsecond=0)
         return ts - _DAY if ts > base + _TIME_ONLY_SLACK else ts
 
     def _yearless(self, stamp: str) -> datetime:
-        base = self._reference if self._reference is not None else self._clock()
+        base = self._now()
         clock = (int(stamp[6:8]), int(stamp[9:11]), int(stamp[12:14]))
         return infer_year(int(stamp[0:2]), int(stamp[3:5]), clock, base)

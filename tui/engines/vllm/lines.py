@@ -30,8 +30,9 @@ while the GPU's is in use).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 from tui.core.metrics.fields import split_fields
 from tui.core.metrics.model import Metric, MetricSample, canonical
@@ -39,6 +40,7 @@ from tui.core.metrics.stamps import infer_year
 from tui.engines._json_lines import line_time as json_line_time
 from tui.engines._json_lines import records as json_records
 from tui.engines._pid_tags import run_start
+from tui.engines.spec import ReaderClock
 
 NAME = "vllm"
 
@@ -96,20 +98,12 @@ _NONE: tuple[MetricSample, ...] = ()
 _STAMP_CACHE = 256
 
 
-class Reader:
+class Reader(ReaderClock):
     """vLLM's metric lines; see :class:`tui.engines.spec.LineReader`. ``reference`` gives
     the stamps their year (else ``clock``, for a live log)."""
 
-    def __init__(
-        self,
-        *,
-        reference: datetime | None = None,
-        clock: Callable[[], datetime] = datetime.now,
-        started: datetime | None = None,
-        utc_offset: int | None = None,  # unused: its stamps are the host's wall clock
-    ) -> None:
-        self._reference = reference
-        self._clock = clock
+    def __init__(self, **made: Any) -> None:
+        super().__init__(**made)
         self._times: dict[str, datetime] = {}
 
     def records(self, text: str, offset: int | None, *, run: int = 0) -> Sequence[MetricSample]:
@@ -214,7 +208,7 @@ class Reader:
         if ts is None:
             if len(self._times) > _STAMP_CACHE:
                 self._times.clear()
-            reference = self._reference if self._reference is not None else self._clock()
+            reference = self._now()
             clock = (int(stamp[6:8]), int(stamp[9:11]), int(stamp[12:14]))
             ts = infer_year(int(stamp[0:2]), int(stamp[3:5]), clock, reference)
             if self._reference is not None:
