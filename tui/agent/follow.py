@@ -380,34 +380,31 @@ class LogFollower(object):
             return
         # The path names another file now: finish the old one first.
         self.pump(cur)
-        links = os.fstat(cur.fd).st_nlink
-        self.out.frame(
-            FRAME_REPLACED,
-            old_dev=cur.dev,
-            old_inode=cur.inode,
-            new_dev=st.st_dev,
-            new_inode=st.st_ino,
-            old_state=OLD_DELETED if links == 0 else OLD_RENAMED,
-        )
+        self.said_replaced(cur, st.st_dev, st.st_ino)
         for old in self.previous:
             old.close()
         self.previous = [cur]
         self.cur = None
         self.open_path({"from_start": True})
 
-    def switch_to(self, followed, rotated=False):
-        """Leave the file being read (read to its end) for ``followed``, from its start."""
-        cur = self.cur
+    def said_replaced(self, cur, new_dev, new_inode, **more):
+        """The replaced frame: ``cur`` (read to its end) leaves for file (dev, inode)."""
         links = os.fstat(cur.fd).st_nlink
         self.out.frame(
             FRAME_REPLACED,
             old_dev=cur.dev,
             old_inode=cur.inode,
-            new_dev=followed.dev,
-            new_inode=followed.inode,
-            new_path=followed.path,
+            new_dev=new_dev,
+            new_inode=new_inode,
             old_state=OLD_DELETED if links == 0 else OLD_RENAMED,
-            rotated=rotated,
+            **more,
+        )
+
+    def switch_to(self, followed, rotated=False):
+        """Leave the file being read (read to its end) for ``followed``, from its start."""
+        cur = self.cur
+        self.said_replaced(
+            cur, followed.dev, followed.inode, new_path=followed.path, rotated=rotated
         )
         cur.close()
         self.set_current(followed, 0, held=True)
