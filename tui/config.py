@@ -107,6 +107,26 @@ class ContainerRef:
         return self.name if self.runtime == "docker" else f"{self.runtime}:{self.name}"
 
 
+#: What a canary asks when hosts.yaml does not say.
+DEFAULT_CANARY_PROMPT = "The capital of France is"
+#: How long babysit waits for work pending to progress before it calls a run WEDGED.
+DEFAULT_WEDGED_AFTER = 120.0
+
+
+@dataclass(frozen=True)
+class CanaryConfig:
+    """A service's ``canary:``: one small completion babysit sends to the server, on demand
+    (``babysit canary``, the ``c`` key) and every ``every`` seconds while it is watched
+    (None: on demand only). ``sampling``: (key, value) pairs used when the model's
+    ``generation_config.json`` is not on the host."""
+
+    every: float | None = None
+    prompt: str = DEFAULT_CANARY_PROMPT
+    max_tokens: int = 64
+    sampling: tuple[tuple[str, float], ...] = ()
+    timeout: float = 30.0
+
+
 @dataclass(frozen=True)
 class Service:
     """One inference server on one host.
@@ -138,6 +158,10 @@ class Service:
     #: The container the server runs in (its run is the container's: id, StartedAt,
     #: RestartCount), or None for a server babysit finds by its processes.
     container: ContainerRef | None = None
+    #: Seconds of pending work without progress after which a ready run is WEDGED.
+    wedged_after: float = DEFAULT_WEDGED_AFTER
+    #: The canary request's settings (always present: ``every`` None asks only on demand).
+    canary: CanaryConfig = field(default_factory=CanaryConfig)
 
     @property
     def label(self) -> str:

@@ -26,6 +26,30 @@ MODE_PREFLIGHT = "preflight"
 #: the CONTAINER_* words below), each after the container's identity is checked again.
 MODE_CONTAINER = "container"
 
+#: One small completion sent to a run's server on the host's loopback (tui/agent/canary.py).
+#:
+#: Request: ``{"mode": "canary", "pid": P, "start_ticks": T, "port": N, "path": "/v1/completions",
+#: "body": {...}, "sampling_at": [...], "sampling_keys": [...], "generation_config": DIR | null,
+#: "fallback_sampling": {...} | null, "timeout": S, "limit": BYTES}``. The agent checks that
+#: pid P still has start ticks T (a relative DIR is read from the process's cwd), reads
+#: ``DIR/generation_config.json`` (at most 64 KiB) and sets the ``sampling_keys`` it gives
+#: (finite numbers) at ``sampling_at`` in the body, else those of ``fallback_sampling``;
+#: then POSTs the body to 127.0.0.1:N and reads the answer for at most S seconds and
+#: ``limit`` bytes, stamping each ``data:`` line as it arrives.
+#:
+#: Answer: ``{"run": {"pid", "start_ticks", "same": bool, "alive": bool},
+#: "sampling": {...}, "sampling_source": "generation_config" | "canary.sampling" | "server",
+#: "sampling_path": PATH | null, "recommended": {...} | null, "sampling_problem": WORDS | null,
+#: "sent_at": EPOCH, "status": HTTP | null, "events": [[SECONDS_AFTER_SENT, PAYLOAD], ...],
+#: "body": TEXT (a non-stream answer, cut at ``limit``), "timed_out": bool, "cut": bool,
+#: "error": WORDS | null, "elapsed_s": S, "cpu_s": the agent's own CPU seconds}``.
+#: Nothing is sent when the pid's start ticks differ (``same`` false).
+MODE_CANARY = "canary"
+#: ``sampling_source`` words of a canary answer.
+SAMPLING_MODEL = "generation_config"
+SAMPLING_CONFIG = "canary.sampling"
+SAMPLING_SERVER = "server"
+
 # ------------------------------------------------------------------ container actions
 #: ``docker stop -t GRACE ID``: a kill, with its events and its record as any kill's.
 CONTAINER_STOP = "stop"

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from tui.core.answers import AnswerError, Fields, read
 from tui.core.containers import DOCKER_JSON, PLAIN, ContainerState
 from tui.core.secrets import redact_argv
+from tui.core.serving import Clients, Wedged
 from tui.core.verdicts import Verdict, worst_exit_status
 
 
@@ -112,6 +113,9 @@ class Run:
     root: Process
     members: tuple[Process, ...]
     ready: Ready | None
+    #: The client connections open to the run's serving port (None: not asked, or
+    #: the run listens on no port the probe knows).
+    clients: Clients | None = None
 
     @property
     def processes(self) -> tuple[Process, ...]:
@@ -210,6 +214,11 @@ class ServiceProbe:
                     root=Process.from_json(run),
                     members=tuple(Process.from_json(m) for m in run.children("members")),
                     ready=Ready.from_json(run.opt_child("ready")) if "ready" in run else None,
+                    clients=(
+                        Clients.from_json(run.child("clients"))
+                        if run.opt_child("clients") is not None
+                        else None
+                    ),
                 )
             )
         log = data.opt_child("log")
@@ -265,6 +274,9 @@ class Assessment:
     #: The service's container as this probe saw it (``container:`` services): with it,
     #: the run is the container's (id, StartedAt, RestartCount).
     container: ContainerState | None = None
+    #: Set with the WEDGED verdict: since when the run does not serve, and why
+    #: (decided by tui/core/serving.py over what the service's facts have read).
+    wedged: Wedged | None = None
 
     @property
     def line(self) -> str:

@@ -18,6 +18,10 @@ class Verdict(enum.Enum):
 
     LIVE = "live"
     STARTING = "starting"
+    #: The run is alive, owns its log and was ready, but does not serve: work is pending
+    #: and nothing progressed for ``wedged_after``, a fatal line of this run was printed
+    #: while its process lives on, or a canary timed out (see tui/core/serving.py).
+    WEDGED = "wedged"
     STALE = "stale"
     DEAD = "dead"
     NO_LOG = "no-log"
@@ -64,9 +68,10 @@ LOOKS: Mapping[Verdict, Look] = MappingProxyType(
         Verdict.STARTING: Look("STARTING", 1, 1, "starting"),
         Verdict.NO_LOG: Look("NO-LOG", 2, 2, "bad"),
         Verdict.DEAD: Look("DEAD", 3, 2, "bad"),
-        Verdict.STALE: Look("STALE", 4, 2, "bad"),
-        Verdict.AMBIGUOUS: Look("AMBIGUOUS", 5, 2, "bad"),
-        Verdict.UNKNOWN: Look("UNKNOWN", 6, 3, "unknown"),
+        Verdict.WEDGED: Look("WEDGED", 4, 2, "bad"),
+        Verdict.STALE: Look("STALE", 5, 2, "bad"),
+        Verdict.AMBIGUOUS: Look("AMBIGUOUS", 6, 2, "bad"),
+        Verdict.UNKNOWN: Look("UNKNOWN", 7, 3, "unknown"),
     }
 )
 

@@ -113,6 +113,45 @@ class Prometheus:
     only_labels: tuple[tuple[str, str], ...] = ()
 
 
+@dataclass(frozen=True)
+class CanaryEvent:
+    """What one piece of a canary's answer says: a ``data:`` event of its stream, or a
+    whole answer that was not a stream (an error). ``tokens``: the completion tokens the
+    server counted, when the piece says (a final usage block)."""
+
+    text: str = ""
+    finish_reason: str | None = None
+    error: str | None = None
+    tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class CanaryApi:
+    """How to send one small streaming completion to this engine's own server.
+
+    ``body(prompt, max_tokens)`` is the JSON request (streaming on, no sampling keys);
+    the sampling parameters are set at ``sampling_at`` (a path of keys into the body,
+    ``()`` for its top level), each of ``sampling_keys`` that the model's
+    ``generation_config.json`` or ``canary.sampling`` gives. ``read_event`` reads the
+    payload of one ``data:`` line (None: not a piece of the answer, such as
+    ``[DONE]``); ``read_answer`` reads a whole body that was not a stream (an error
+    answer, in the engine's own shape).
+    """
+
+    path: str
+    body: Callable[[str, int], dict[str, object]]
+    read_event: Callable[[str], CanaryEvent | None]
+    read_answer: Callable[[str], CanaryEvent | None]
+    sampling_at: tuple[str, ...] = ()
+    sampling_keys: tuple[str, ...] = (
+        "temperature",
+        "top_p",
+        "top_k",
+        "min_p",
+        "repetition_penalty",
+    )
+
+
 class LineReader(Protocol):
     """Reads one engine's log, line by line, in order (it may keep state between lines:
     a header whose values come on the next lines, a multi-line dump)."""
@@ -186,6 +225,25 @@ class EngineSpec:
     run_starts: tuple[str, ...] = ()
     #: lines that say a part of a running server died or is torn down because one did
     deaths: tuple[str, ...] = ()
+    #: lines that say the engine stopped serving while its process lives on (a watchdog's
+    #: timeout: NCCL's collective timeout, SGLang's scheduler watchdog); with ``deaths``,
+    #: the fatal lines that make a ready, living run WEDGED (tui/core/serving.py)
+    hangs: tuple[str, ...] = ()
+    #: whether the log prints generation progress while requests run (a decode or stats
+    #: line with throughput): without it only ``/metrics`` counters can show progress
+    prints_progress: bool = False
+    #: whether the log prints its running/queued figures again when the work ends (vLLM's
+    #: stats line with ``Running: 0``). False (SGLang): the last decode line's counts stay
+    #: after the last request ends, so they count as pending only while a client waits
+    counts_when_idle: bool = True
+    #: argparse destinations that name the model's folder (or file) in the running argv or
+    #: the args line: where the canary looks for ``generation_config.json``
+    model_keys: tuple[str, ...] = ()
+    #: the running server's values (argparse destination -> value) -> the draft tokens one
+    #: verify step proposes (the most an accept length can exceed 1 by); None: unknown
+    draft_tokens: Callable[[Mapping[str, object]], int | None] | None = None
+    #: how to send this engine a canary request; None: babysit cannot ask it
+    canary: CanaryApi | None = None
     #: lines that, before the ready line, also mean the run failed to start
     startup_failures: tuple[str, ...] = ()
     #: among a failure's lines, those that say what went wrong (the first is the reason)
