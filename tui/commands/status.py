@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 from tui.cli import add_config_option, add_json_option
 from tui.config import Config, Host, MetricsSource, Service
-from tui.core.report import ServiceReport, status_json
 from tui.core.sanitize import printable
+from tui.core.service_report import ServiceReport, status_json
 from tui.core.verdicts import worst_exit_status
 from tui.hostsfile import load_config
 

@@ -20,15 +20,16 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING
 
 from tui.core.assess_container import server_process
+from tui.core.canary import CanaryResult
 from tui.core.container_watch import ContainerWatch
 from tui.core.containers import DOCKER_JSON
 from tui.core.gpu import ServiceGpus, attribute, gpu_values, read_apps, read_gpus
-from tui.core.hints import DeathWatch, Hint, hints
+from tui.core.hints import DeathWatch, hints
 from tui.core.launch.diff import LaunchDiff, launch_diff
 from tui.core.launch.reported import parse_reported
 from tui.core.lines import whole_lines
@@ -36,10 +37,9 @@ from tui.core.logcursor import LogLine
 from tui.core.metrics.boundaries import LogScanner, RunEvent, RunEventKind
 from tui.core.metrics.model import MetricSample
 from tui.core.metrics.prometheus import PrometheusReaders
-from tui.core.metrics.series import SeriesStore, ServiceMetrics
+from tui.core.metrics.series import SeriesStore
 from tui.core.runs import Assessment
-from tui.core.secrets import redact_argv
-from tui.core.verdicts import Verdict
+from tui.core.service_report import ProbeDetails, ServiceReport
 from tui.engines import GENERIC, spec
 
 if TYPE_CHECKING:
@@ -49,120 +49,6 @@ if TYPE_CHECKING:
 DEFAULT_STALE_AFTER = 30.0
 #: Files whose read offsets a service's facts remember (the log and its recent copies).
 FILES_REMEMBERED = 8
-
-#: The version of ``babysit status --json``'s envelope.
-SCHEMA = 1
-
-
-@dataclass(frozen=True)
-class ProbeDetails:
-    """The raw extras of one probe: bytes and text as the host gave them."""
-
-    tail: bytes = b""
-    tail_offset: int | None = None
-    args_line: str | None = None
-    gpu_csv: Mapping[str, object] | None = None
-    #: The service's /metrics page, for services with ``metrics: prometheus``.
-    prometheus: str | None = None
-
-
-@dataclass(frozen=True)
-class ServiceReport:
-    """One service at one instant: the verdict and the facts it rests on, with their ages."""
-
-    assessment: Assessment
-    metrics: ServiceMetrics | None
-    launch: LaunchDiff | None
-    gpus: ServiceGpus | None
-    hints: tuple[Hint, ...] = field(default_factory=tuple)
-    #: The sample read from the /metrics page (``metrics: prometheus``), with the rates
-    #: its counters gave since the previous scrape of this run (see PrometheusReaders).
-    prometheus_sample: MetricSample | None = None
-
-    @property
-    def verdict(self) -> Verdict:
-        return self.assessment.verdict
-
-    def to_json(self) -> dict[str, object]:
-        """This service's entry in ``babysit status --json``."""
-        return {**assessment_json(self.assessment), **self.facts_json()}
-
-    def facts_json(self) -> dict[str, object]:
-        return {
-            "metrics": self.metrics.to_json() if self.metrics is not None else None,
-            "launch": self.launch.to_json() if self.launch is not None else None,
-            "gpus": self.gpus.to_json() if self.gpus is not None else None,
-            "hints": [h.to_json() for h in self.hints],
-        }
-
-
-def status_json(reports: Iterable[ServiceReport]) -> dict[str, object]:
-    """The whole of ``babysit status --json``."""
-    return {"schema": SCHEMA, "services": [r.to_json() for r in reports]}
-
-
-def _iso(ts: float | None, offset: int) -> str | None:
-    if ts is None:
-        return None
-    return datetime.fromtimestamp(ts, timezone(timedelta(seconds=offset))).isoformat(
-        timespec="seconds"
-    )
-
-
-def assessment_json(a: Assessment) -> dict[str, object]:
-    """The verdict and the facts it rests on, in the host's own clock."""
-    offset = a.utc_offset
-    process = None
-    if a.run is not None:
-        process = {
-            "pid": a.run.root.pid,
-            "started_at": _iso(a.run.root.start_time, offset),
-            "boot_id": a.boot_id,
-            "start_ticks": a.run.root.start_ticks,
-            "cmdline": list(redact_argv(a.run.root.cmdline)),
-            "pids": list(a.run.pids),
-        }
-    identity = a.container.identity if a.container is not None else None
-    if process is not None and identity is not None:
-        process["run"] = {
-            "container_id": identity.id,
-            "started_at": _iso(identity.started_at, offset),
-            "restart_count": identity.restart_count,
-        }
-    log = None
-    if a.log is not None:
-        log = {
-            "path": a.log.path,
-            "exists": a.log.exists,
-            "dev": a.log.dev,
-            "inode": a.log.inode,
-            "size": a.log.size,
-            "mtime": _iso(a.log.mtime, offset),
-            "written_by_pid": a.log_writer,
-            "problem": a.log.problem,
-            "format": a.log.format,
-        }
-    ready: dict[str, object] = {"seen": None, "at": None, "source": None}
-    if a.ready is not None:
-        ready = {
-            "seen": a.ready.seen,
-            "at": _iso(a.ready.at, offset),
-            "source": a.ready.source,
-            "anchor": a.ready.anchor,
-        }
-    return {
-        "host": a.host,
-        "service": a.service,
-        "verdict": a.verdict.value,
-        "summary": a.summary,
-        "process": process,
-        "log": log,
-        "ready": ready,
-        "container": (
-            a.container.to_json(lambda ts: _iso(ts, offset)) if a.container is not None else None
-        ),
-        "checked_at": _iso(a.checked_at, offset),
-    }
 
 
 class ServiceFacts:
@@ -219,6 +105,9 @@ class ServiceFacts:
         self._launch: LaunchDiff | None = None
         self._gpus: ServiceGpus | None = None
         self._sample: MetricSample | None = None
+        #: When the canary in flight was sent (host epoch seconds), or None.
+        self._canary_in_flight: float | None = None
+        self._canary: CanaryResult | None = None
 
     @classmethod
     def of(
@@ -294,6 +183,24 @@ class ServiceFacts:
         self._place(assessment)
         self._deaths.new_run()
         self._store.begin_run(self.name, run)
+
+    # ------------------------------------------------------------------ canaries
+
+    def canary_sent(self, at: float) -> None:
+        """A canary was sent to this run at ``at`` (host epoch seconds): work is pending
+        until :meth:`canary_done`."""
+        self._canary_in_flight = at
+
+    def canary_done(self, result: CanaryResult) -> None:
+        """A canary's result: kept as this run's last, shown by the report, and, when it
+        timed out while the run lives, WEDGED evidence."""
+        self._canary_in_flight = None
+        self._canary = result
+
+    @property
+    def canary(self) -> CanaryResult | None:
+        """This run's last canary result, or None."""
+        return self._canary
 
     def file_cut(self, inode: int) -> None:
         """The file of ``inode`` was cut (a follower saw it): its lines are read afresh."""
