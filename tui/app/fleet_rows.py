@@ -3,7 +3,8 @@
 :func:`fleet_row` is a pure function of what a host last said, when, and the time
 now: every value older than :data:`AGE_SHOWN_AFTER` carries its age, and
 everything from an old answer is drawn as old. Rows sort worst verdict first
-(:func:`sort_key`).
+(:func:`sort_key`). A WEDGED row's note says since when and why; the line under
+the table says its evidence and the run's last canary.
 """
 
 from __future__ import annotations
@@ -14,10 +15,13 @@ from dataclasses import dataclass
 
 from tui.app.sparkline import sparkline
 from tui.config import Host, Service
+from tui.core.hostclock import HostWords
 from tui.core.metrics.model import Metric
 from tui.core.metrics.series import Latest, ServiceMetrics
 from tui.core.report import ServiceReport
 from tui.core.sanitize import printable
+from tui.core.serving import Wedged
+from tui.core.serving_words import canary_gist, cause_short
 from tui.core.units import human_age
 from tui.core.verdicts import Verdict
 from tui.session.state import HostState
@@ -157,6 +161,12 @@ def fleet_row(service: Service, state: HostState, now: float, *, interval: float
         tone = a.verdict.tone
         cells.update(_report_cells(report, lag, old))
         details.append(f"{a.verdict.word} — {printable(a.summary)}")
+        host_now = a.checked_at + lag
+        if a.verdict is Verdict.WEDGED and a.wedged is not None:
+            notes.append(wedged_note(a.wedged, HostWords(a.utc_offset, host_now)))
+            details.extend(f"evidence: {printable(item)}" for item in a.wedged.evidence)
+        if report.canary is not None:
+            details.append(canary_gist(report.canary, HostWords(a.utc_offset, host_now)))
         for hint in report.hints:
             details.append(f"hint: {printable(hint.message)}")
             notes.append(f"hint: {printable(hint.message)}")
@@ -183,6 +193,13 @@ def fleet_row(service: Service, state: HostState, now: float, *, interval: float
         cells["note"] = Cell(notes[0], ("bad",) if bad else ("muted",))
     detail = f"{key} · " + "\n".join(details)
     return FleetRow(key, severity, tuple(cells[c.key] for c in COLUMNS), detail, tone)
+
+
+def wedged_note(wedged: Wedged, words: HostWords) -> str:
+    """``stalled since 09:21:31 (3m)``: a WEDGED row's note (its cause first, as a hint's
+    note says what it is first)."""
+    age = short_age(words.now - wedged.since)
+    return f"{cause_short(wedged)} since {words.clock(wedged.since)} ({age})"
 
 
 def _failure_note(state: HostState, now: float) -> str:

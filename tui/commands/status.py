@@ -1,7 +1,7 @@
 """`babysit status [HOST[/SERVICE] …]`: one verdict per service, for people and scripts.
 
-Exit status like monitoring plugins: 0 all live, 1 some starting, 2 some stale,
-dead, no-log or ambiguous, 3 some unknown. Each host is probed once (one round
+Exit status like monitoring plugins: 0 all live, 1 some starting, 2 some wedged,
+stale, dead, no-log or ambiguous, 3 some unknown. Each host is probed once (one round
 trip for all its services), all hosts at the same time.
 """
 
@@ -15,9 +15,11 @@ from typing import TYPE_CHECKING
 
 from tui.cli import add_config_option, add_json_option
 from tui.config import Config, Host, MetricsSource, Service
+from tui.core.hostclock import HostWords
 from tui.core.sanitize import printable
 from tui.core.service_report import ServiceReport, status_json
-from tui.core.verdicts import worst_exit_status
+from tui.core.serving_words import canary_gist, wedged_headline
+from tui.core.verdicts import Verdict, worst_exit_status
 from tui.hostsfile import load_config
 
 if TYPE_CHECKING:
@@ -101,7 +103,8 @@ async def gather_reports(
 
 
 def render(reports: Sequence[ServiceReport]) -> str:
-    """One line per service (its verdict and why), and its hints under it."""
+    """One line per service (its verdict and why); under it, a WEDGED run's since and
+    evidence, the run's last canary, and its hints."""
     if not reports:
         return "no services in hosts.yaml\n"
     width = max(len(f"{r.assessment.host}/{r.assessment.service}") for r in reports)
@@ -109,7 +112,14 @@ def render(reports: Sequence[ServiceReport]) -> str:
     for report in reports:
         a = report.assessment
         name = f"{a.host}/{a.service}"
+        under = f"{'':<{width}}  "
         lines.append(f"{name:<{width}}  {a.verdict.word:<9}  {printable(a.summary)}")
+        words = HostWords(a.utc_offset, a.checked_at)
+        if a.verdict is Verdict.WEDGED and a.wedged is not None:
+            lines.append(f"{under}{a.verdict.word} {wedged_headline(a.wedged, words)}")
+            lines.extend(f"{under}evidence: {printable(item)}" for item in a.wedged.evidence)
+        if report.canary is not None:
+            lines.append(f"{under}{canary_gist(report.canary, words)}")
         for hint in report.hints:
-            lines.append(f"{'':<{width}}  hint: {printable(hint.message)}")
+            lines.append(f"{under}hint: {printable(hint.message)}")
     return "\n".join(lines) + "\n"

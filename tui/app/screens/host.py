@@ -36,7 +36,7 @@ from tui.app.widgets.action_progress import ActionProgress
 from tui.app.widgets.host_header import HostHeader
 from tui.app.widgets.launch_pane import LaunchPane
 from tui.app.widgets.log_view import LogView
-from tui.app.widgets.metrics_pane import HintsLine, MetricsPane
+from tui.app.widgets.metrics_pane import CanaryLine, HintsLine, MetricsPane
 from tui.app.widgets.run_banner import RunBanner
 from tui.app.widgets.search_bar import SearchBar
 from tui.core.gpu import Attribution
@@ -167,6 +167,7 @@ class HostScreen(HostActions, Screen[None]):
                 yield LaunchPane(id="launch")
                 yield MetricsPane(id="metrics")
             yield HintsLine(id="hints")
+            yield CanaryLine(id="canary")
             yield Static(id="problem")
             yield LogView(self.service.log_text, id="log")
             yield SearchBar(id="search")
@@ -238,6 +239,7 @@ class HostScreen(HostActions, Screen[None]):
         if report.metrics is not None:
             self.query_one(MetricsPane).show(report.metrics, note)
         self.query_one(HintsLine).show(list(report.hints))
+        self.query_one(CanaryLine).show(report.canary, report.assessment.utc_offset, self.clock())
 
     def _metrics_changed(self) -> None:
         """Redraw the metrics now, or within half a second when a busy log keeps adding."""

@@ -2,7 +2,8 @@
 
 The pane draws a :class:`~tui.core.metrics.series.ServiceMetrics` snapshot and nothing
 else; a value older than the snapshot's ``stale_after`` is drawn dimmed with its
-age, never as current. :class:`HintsLine` says what the numbers suggest.
+age, never as current. :class:`HintsLine` says what the numbers suggest, and
+:class:`CanaryLine` what this run's last canary found.
 """
 
 from __future__ import annotations
@@ -13,10 +14,13 @@ from rich.text import Text
 from textual.widgets import Static
 
 from tui.app.sparkline import sparkline
+from tui.core.canary import CanaryResult
 from tui.core.hints import Hint
+from tui.core.hostclock import HostWords
 from tui.core.metrics.model import Metric
 from tui.core.metrics.series import Latest, SeriesPoint, ServiceMetrics
 from tui.core.sanitize import printable
+from tui.core.serving_words import canary_gist
 from tui.core.units import human_age
 
 SPARK_WIDTH = 16
@@ -108,6 +112,22 @@ class HintsLine(Static):
             text.append(printable(hint.message))
             text.append(f" ({printable('; '.join(hint.evidence))})", style="dim")
         self.update(text)
+
+
+class CanaryLine(Static):
+    """This run's last canary in one line, with its age (``canary 12:03:10 (2 min ago): ok,
+    TTFT 0.21 s, 61.8 tok/s``); hidden before any. ``-bad`` when it did not come back ok."""
+
+    _shown = ""
+
+    def show(self, canary: CanaryResult | None, utc_offset: int, now: float) -> None:
+        """``now``: the host's epoch seconds (the canary's age is told against it)."""
+        text = "" if canary is None else canary_gist(canary, HostWords(utc_offset, now))
+        self.display = canary is not None
+        self.set_class(canary is not None and not canary.ok, "-bad")
+        if text != self._shown:
+            self._shown = text
+            self.update(Text(text))
 
 
 class MetricsPane(Static):
