@@ -1,5 +1,5 @@
 """Snapshots of WEDGED: the host screen's banner for each cause, at 80x24 and the usual size,
-and a fleet with a WEDGED row.
+a fleet with a WEDGED row, and the banner and canary line as widgets.
 
 As in test_app_snapshots: fixed rows, a frozen clock, UTC, and nothing that connects
 anywhere. The WEDGED assessment is a real LIVE one of a self-consistent probe, with
@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import test_wedged_views as views
 from support.sessions import StandIns
 from test_app_fleet import SIZE as FLEET_SIZE
 from test_app_fleet import answered, fixed_answers
@@ -33,9 +35,13 @@ from test_app_snapshots import (
     rows_shown,
     utc,  # noqa: F401 - a fixture
 )
+from textual.app import App, ComposeResult
 
+import tui.app
 from tui.app.app import BabysitApp
 from tui.app.app import make_app as make_babysit
+from tui.app.widgets.metrics_pane import CanaryLine
+from tui.app.widgets.run_banner import RunBanner
 from tui.config import Host, Service
 from tui.core.canary import CanaryOutcome, CanaryResult
 from tui.core.follow import FileInfo
@@ -50,6 +56,7 @@ from tui.hostsfile import parse_config
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("utc")]
 
 NARROW = (80, 24)
+APP_FOLDER = Path(tui.app.__file__).parent
 #: The last decode line of the stalled run: 09:21:21, 190 s before the frozen clock.
 STALLED_AT = NOW - 190
 DECODE = (
@@ -203,3 +210,47 @@ def test_a_fleet_with_a_wedged_row(snap_compare: Any) -> None:
     """The WEDGED row sorts by its severity and its note says since when and why."""
     app = make_fleet(answers=wedged_answers)
     assert snap_compare(app, terminal_size=FLEET_SIZE, run_before=answered)
+
+
+# --------------------------------------------------------------------------- the widgets
+
+
+class Widgets(App[None]):
+    """The banner and the canary line alone, styled as the host screen styles them."""
+
+    CSS_PATH = APP_FOLDER / "babysit.tcss"
+
+    def compose(self) -> ComposeResult:
+        yield RunBanner(lambda: NOW, id="banner")
+        yield CanaryLine(id="canary")
+
+
+async def test_the_banner_is_wedged_and_bad_and_cuts_the_evidence_to_its_width() -> None:
+    long = (f"{views.EVIDENCE[0]} " * 4, views.EVIDENCE[1])
+    async with Widgets().run_test(size=(80, 24)) as pilot:
+        banner = pilot.app.query_one(RunBanner)
+        banner.show(views.wedged(evidence=long), None)
+        await pilot.pause()
+        assert banner.has_class("-wedged") and banner.has_class("-bad")
+        evidence = str(banner.render()).splitlines()[2:]  # the facts and summary wrap
+        assert evidence[0].endswith("…") and evidence[1].startswith(f"· {views.EVIDENCE[1][:40]}")
+        assert max(len(line) for line in evidence) <= banner.content_size.width
+        banner.show(probed(writes=INODE, ready=True), None)
+        await pilot.pause()
+        assert not banner.has_class("-wedged") and banner.has_class("-live")
+
+
+async def test_the_canary_line_is_hidden_before_any_and_bad_when_not_ok() -> None:
+    async with Widgets().run_test(size=(80, 24)) as pilot:
+        line = pilot.app.query_one(CanaryLine)
+        line.show(None, 0, NOW)
+        await pilot.pause()
+        assert not line.display
+        line.show(views.canary(), 0, NOW)
+        await pilot.pause()
+        assert line.display and not line.has_class("-bad")
+        assert str(line.render()) == "canary 09:22:21 (2 min ago): ok, TTFT 0.21 s, 61.8 tok/s"
+        line.show(views.canary(CanaryOutcome.TIMEOUT, elapsed_s=30.0), 0, NOW + 60)
+        await pilot.pause()
+        assert line.has_class("-bad")
+        assert str(line.render()) == "canary 09:22:21 (3 min ago): timed out after 30 s"
