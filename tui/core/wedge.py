@@ -104,6 +104,9 @@ class ServingWatch:
         self._scraped_progress = False
         self._fatal: FatalLine | None = None
         self._death: tuple[str, int | None] | None = None
+        #: the probe whose clients were last read, and since when a client has waited
+        self._clients_at: float | None = None
+        self._waiting_since: float | None = None
 
     # ------------------------------------------------------------------ feeding
 
@@ -244,7 +247,7 @@ class ServingWatch:
             return None  # nothing shows progress: a stall cannot be told
         run = assessment.run
         clients = run.clients if run is not None else None
-        pending = self._pending(now, canary_in_flight, clients, words)
+        pending = self._pending(assessment.checked_at, canary_in_flight, clients, words)
         if not pending:
             return None
         # Nothing moved since the work became pending, the last progress, or the ready line.
@@ -258,9 +261,28 @@ class ServingWatch:
         evidence = (*(said for _, said in pending), self._progress_words(words))
         return Wedged(since=start, cause=WedgeCause.STALL, evidence=evidence)
 
+    def _clients_waiting_since(
+        self, checked_at: float, clients: Clients | None, quiet: list[Client]
+    ) -> float | None:
+        """Since when some client has waited without a break, over the probes seen: from
+        the kernel's times (the longest-quiet connection went quiet), or, with counts only,
+        from the first probe of the streak that found a connection open."""
+        if checked_at != self._clients_at:
+            self._clients_at = checked_at
+            if quiet:
+                went = checked_at - max(c.quiet_s or 0.0 for c in quiet)
+                before = self._waiting_since
+                self._waiting_since = went if before is None else min(before, went)
+            elif clients is not None and not clients.timed and clients.open > 0:
+                if self._waiting_since is None:
+                    self._waiting_since = checked_at
+            else:
+                self._waiting_since = None
+        return self._waiting_since
+
     def _pending(
         self,
-        now: float,
+        checked_at: float,
         canary_in_flight: float | None,
         clients: Clients | None,
         words: HostWords,
@@ -280,34 +302,29 @@ class ServingWatch:
                 )
             )
         quiet = _quiet_clients(clients)
-        if self._log_counts:
-            counts = [c for c in self._log_counts.values() if c.pending > 0]
-            believed = (
-                self._counts_when_idle
-                or bool(quiet)
-                or (clients is not None and not clients.timed and clients.open > 0)
+        waited = self._clients_waiting_since(checked_at, clients, quiet)
+        counts = [c for c in self._log_counts.values() if c.pending > 0]
+        if counts and (self._counts_when_idle or waited is not None):
+            latest = max(counts, key=lambda c: c.at)
+            total = sum(c.pending for c in counts)
+            since = min(c.since for c in counts)
+            if not self._counts_when_idle and waited is not None:
+                # believed because a client waits: pending since it began to wait
+                since = max(since, waited)
+            where = f", byte {latest.offset}" if latest.offset is not None else ""
+            said = (
+                f"{total:.0f} requests running or queued (the log's latest metric line"
+                f"{where}, {words.clock(latest.at)})"
             )
-            if counts and believed:
-                latest = max(counts, key=lambda c: c.at)
-                total = sum(c.pending for c in counts)
-                since = min(c.since for c in counts)
-                if not self._counts_when_idle and quiet:
-                    # believed because a client waits: pending since that client went quiet
-                    since = max(since, now - max(c.quiet_s or 0.0 for c in quiet))
-                where = f", byte {latest.offset}" if latest.offset is not None else ""
-                said = (
-                    f"{total:.0f} requests running or queued (the log's latest metric line"
-                    f"{where}, {words.clock(latest.at)})"
-                )
-                if not self._counts_when_idle:
-                    said += f", {_clients_words(clients, quiet)}"
-                found.append((since, said))
+            if not self._counts_when_idle:
+                said += f", {_clients_words(clients, quiet)}"
+            found.append((since, said))
         waiting = [c for c in quiet if c.waiting_s is not None and c.waiting_s >= CLIENT_QUIET]
         if waiting:
             longest = max(c.waiting_s or 0.0 for c in waiting)
             found.append(
                 (
-                    now - longest,
+                    checked_at - longest,
                     f"{len(waiting)} client requests unanswered, the longest for "
                     f"{human_age(longest)} (from {printable(waiting[0].peer)})",
                 )
