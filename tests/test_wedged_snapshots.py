@@ -2,8 +2,9 @@
 a fleet with a WEDGED row, and the banner and canary line as widgets.
 
 As in test_app_snapshots: fixed rows, a frozen clock, UTC, and nothing that connects
-anywhere. The WEDGED assessment is a real LIVE one of a self-consistent probe, with
-the verdict, the summary and the evidence a stalled, fatal or timed-out run is given.
+anywhere. A WEDGED for a scheduler's traceback while the process lives, and for a canary
+that got no answer, is the service's facts' own decision over a self-consistent LIVE
+probe; a stall is given in the words the facts say one with.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from test_app_fleet import SIZE as FLEET_SIZE
 from test_app_fleet import answered, fixed_answers
 from test_app_fleet import make_app as make_fleet
 from test_app_snapshots import (
+    CMDLINE,
     DEV,
     GPU_CSV,
     HOSTS,
@@ -29,6 +31,7 @@ from test_app_snapshots import (
     NOW,
     REPORTED,
     SIZE,
+    STARTED,
     STARTUP,
     ConnectedTransport,
     probed,
@@ -36,6 +39,7 @@ from test_app_snapshots import (
     utc,  # noqa: F401 - a fixture
 )
 from textual.app import App, ComposeResult
+from textual.pilot import Pilot
 
 import tui.app
 from tui.app.app import BabysitApp
@@ -43,13 +47,15 @@ from tui.app.app import make_app as make_babysit
 from tui.app.widgets.metrics_pane import CanaryLine
 from tui.app.widgets.run_banner import RunBanner
 from tui.config import Host, Service
+from tui.core.assess import assess
 from tui.core.canary import CanaryOutcome, CanaryResult
 from tui.core.follow import FileInfo
 from tui.core.logcursor import LogLine, Row
 from tui.core.report import ProbeDetails
-from tui.core.runs import Assessment
+from tui.core.runs import Assessment, ServiceProbe
 from tui.core.serving import WedgeCause, Wedged
 from tui.core.verdicts import Verdict
+from tui.core.wedge import wedged_words
 from tui.hostsfile import parse_config
 
 #: Clock times drawn in UTC whatever the machine's zone (the ``utc`` fixture).
@@ -57,30 +63,38 @@ pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("utc")]
 
 NARROW = (80, 24)
 APP_FOLDER = Path(tui.app.__file__).parent
-#: The last decode line of the stalled run: 09:21:21, 190 s before the frozen clock.
+PID, START_TICKS = 67115, 123456
+#: The run's ready line, 09:21:06; its last decode line, 09:21:21 (190 s before the clock).
+READY_AT = STARTED + 60
 STALLED_AT = NOW - 190
+#: The canary that got no answer: sent 09:23:40.
+CANARY_SENT = NOW - 51
+READY = "[2026-01-12 09:21:06] The server is fired up and ready to roll!"
 DECODE = (
-    "[2026-01-12 09:{m:02d}:{s:02d} TP0] Decode batch. #running-req: 2, #token: {tok}, "
+    "[2026-01-12 09:21:{s:02d} TP0] Decode batch. #running-req: 2, #token: {tok}, "
     "token usage: 0.01, accept len: 3.81, gen throughput (token/s): 58.{d}2, #queue-req: 1"
 )
-NCCL = (
-    "[rank0]:[E112 09:23:02.418220 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught "
-    "collective operation timeout: WorkNCCL(SeqNum=2211, OpType=ALLREDUCE, NumelIn=4096, "
-    "NumelOut=4096, Timeout(ms)=600000) ran for 600031 milliseconds before timing out."
+#: A scheduler's traceback while the API process lives on: 09:23:02.
+FATAL = (
+    "[2026-01-12 09:23:02 TP1] Scheduler hit an exception: Traceback (most recent call last):",
+    '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2417, '
+    "in run_scheduler_process",
+    "    scheduler.event_loop_overlap()",
+    "RuntimeError: NCCL communicator was aborted on rank 1.",
 )
 
 
-def stalled_rows(*, fatal: bool) -> list[Row]:
-    """Start-up, decode lines until 09:21:21, then nothing (or the NCCL watchdog's line)."""
-    texts = list(STARTUP)
-    for i in range(24):
-        minute, second = divmod(int(STALLED_AT) % 3600 - 2 * (23 - i), 60)
-        texts.append(DECODE.format(m=minute, s=second, tok=900 + 40 * i, d=i % 10))
-    if fatal:
-        texts.append(NCCL)
+def log_texts(cause: str) -> list[str]:
+    """Start-up, the ready line, decode lines until 09:21:21, then nothing (or a traceback)."""
+    texts = [*STARTUP[:4], READY]
+    texts += [DECODE.format(s=7 + 2 * i, tok=900 + 40 * i, d=i) for i in range(8)]
+    return texts + list(FATAL) if cause == WedgeCause.FATAL else texts
+
+
+def log_rows(cause: str) -> list[Row]:
     rows: list[Row] = []
     offset = 0
-    for text in texts:
+    for text in log_texts(cause):
         size = len(text.encode()) + 1
         rows.append(LogLine(text, DEV, INODE, offset, size, STALLED_AT))
         offset += size
@@ -90,56 +104,70 @@ def stalled_rows(*, fatal: bool) -> list[Row]:
 class StalledFollower:
     """Yields the stalled run's rows once, then waits like a log nobody writes."""
 
-    file = FileInfo(LOG, DEV, INODE, 1_289_748, STALLED_AT)
-
-    def __init__(self, *, fatal: bool) -> None:
-        self.fatal = fatal
+    def __init__(self, cause: str) -> None:
+        self.rows_of = log_rows(cause)
+        last = self.rows_of[-1]
+        self.file = FileInfo(LOG, DEV, INODE, last.offset + last.size, STALLED_AT)
 
     async def rows(self) -> AsyncIterator[list[Row]]:
-        yield stalled_rows(fatal=self.fatal)
+        yield self.rows_of
         await asyncio.Event().wait()
 
 
-#: Each cause: since when, the summary (it begins with what made it WEDGED), the evidence.
-CAUSES: dict[str, tuple[float, str, tuple[str, ...]]] = {
-    WedgeCause.STALL: (
-        STALLED_AT,
-        "no progress for 3 min while 2 requests are running and 1 is queued: pid 67115 "
-        "(started 09:20:06, 4 min ago) is alive and writes this log (inode 9012)",
-        (
-            "2 requests running, 1 queued (the log's latest metric line, byte 1289612, 09:21:21)",
-            "no progress since 09:21:21 (3 min ago): the last progress line, byte 1289612",
-            "3 clients wait for an answer, the longest for 3 min (the kernel's tcp_info)",
-            "the generation counters did not grow since 09:21:21",
-        ),
-    ),
-    WedgeCause.FATAL: (
-        NOW - 89,
-        "a fatal line of this run at 09:23:02 while pid 67115 (started 09:20:06, 4 min ago) "
-        "lives on: the engine stopped serving",
-        (
-            f"byte 1289700, 09:23:02: {NCCL}",
-            "pid 67115 is alive and owns the log; /health answers 200",
-        ),
-    ),
-    WedgeCause.CANARY: (
-        NOW - 51,
-        "the canary sent at 09:23:40 timed out while pid 67115 (started 09:20:06, 4 min ago) "
-        "lives on",
-        (
-            "the canary sent at 09:23:40 got no answer in 30 s",
-            "no progress since 09:21:21 (3 min ago): the last progress line, byte 1289612",
-        ),
-    ),
-}
+def answer(cause: str) -> tuple[Assessment, ProbeDetails]:
+    """kpro5/qwen's probe: its live run, ready at 09:21:06, and the log's tail from the ready
+    line on (its decode lines, and for ``fatal-line`` the traceback)."""
+    rows = log_rows(cause)
+    ready_row = rows[len(STARTUP[:4])]
+    run = {
+        "pid": PID,
+        "ppid": 1,
+        "start_ticks": START_TICKS,
+        "start_time": STARTED,
+        "user": "root",
+        "cmdline": CMDLINE,
+        "cwd": "/root",
+        "sources": ["command", "port", "writes log"],
+        "files": [
+            {"fd": 1, "path": LOG, "dev": DEV, "inode": INODE, "deleted": False, "write": True}
+        ],
+        "members": [],
+        "ready": {
+            "seen": True,
+            "source": "timestamps",
+            "anchor": 0,
+            "at": READY_AT,
+            "offset": ready_row.offset,
+            "line": READY,
+        },
+    }
+    size = rows[-1].offset + rows[-1].size
+    log = {"path": LOG, "regular": True, "dev": DEV, "inode": INODE, "size": size}
+    data = {"name": "qwen", "log": {**log, "mtime": STALLED_AT}, "runs": [run], "unreadable": []}
+    top = {"boot_id": "b0e1c2d3", "now": NOW, "utc_offset": 0}
+    assessment = assess(ServiceProbe.from_json("kpro5", "sglang", top, data))
+    tail = "".join(f"{text}\n" for text in log_texts(cause)[len(STARTUP[:4]) :]).encode()
+    details = ProbeDetails(
+        tail=tail, tail_offset=ready_row.offset, args_line=REPORTED, gpu_csv=GPU_CSV
+    )
+    if cause == WedgeCause.STALL:
+        assessment = stalled(assessment)
+    return assessment, details
 
 
-def wedged(cause: str) -> Assessment:
-    """kpro5/qwen WEDGED for ``cause``: a real assessment of a live probe, wedged."""
-    since, summary, evidence = CAUSES[cause]
-    live = probed(writes=INODE, ready=True, mtime=STALLED_AT)
+def stalled(live: Assessment) -> Assessment:
+    """``live`` WEDGED for a stall, in the words the service's facts give one (SGLang's spec
+    does not yet say that its log prints progress, so the facts cannot decide it here)."""
+    evidence = (
+        "3 requests running or queued (the log's latest metric line, byte 1530, 09:21:21), "
+        "3 client connections quiet for 10 s or more",
+        "3 client requests unanswered, the longest for 3 min (from 127.0.0.1:53312)",
+        "the last progress was at 09:21:21 (3 min ago) (log byte 1530)",
+    )
+    wedged = Wedged(NOW - 188, WedgeCause.STALL, evidence)
+    said = wedged_words(wedged, 0, NOW)
     return dataclasses.replace(
-        live, verdict=Verdict.WEDGED, summary=summary, wedged=Wedged(since, cause, evidence)
+        live, verdict=Verdict.WEDGED, wedged=wedged, summary=f"{said}; {live.summary}"
     )
 
 
@@ -148,39 +176,50 @@ def timed_out_canary() -> CanaryResult:
         "kpro5",
         "qwen",
         CanaryOutcome.TIMEOUT,
-        sent_at=NOW - 51,
-        run_pid=67115,
+        sent_at=CANARY_SENT,
+        run_pid=PID,
+        run_start_ticks=START_TICKS,
+        run_started_at=STARTED,
         elapsed_s=30.0,
         sampling={"temperature": 0.6, "top_p": 0.95},
         sampling_source="generation_config",
     )
 
 
+#: The causes; fatal-line and canary-timeout are decided by the service's facts over what
+#: they read.
+CAUSES = (WedgeCause.STALL, WedgeCause.FATAL, WedgeCause.CANARY)
+
+
 def make_host_app(cause: str) -> BabysitApp:
-    assessment = wedged(cause)
+    probe = answer(cause)
     sessions = StandIns(
-        answers=lambda host, services: [
-            (assessment, ProbeDetails(args_line=REPORTED, gpu_csv=GPU_CSV))
-        ],
-        follower=lambda session, cursor, pid: StalledFollower(fatal=cause == WedgeCause.FATAL),
+        answers=lambda host, services: [probe],
+        follower=lambda session, cursor, pid: StalledFollower(cause),
         transport=ConnectedTransport(),
         clock=lambda: NOW,
         interval=3600,
     )
+    config = parse_config(HOSTS)
     if cause == WedgeCause.CANARY:
-        config = parse_config(HOSTS)
         host = config.hosts["kpro5"]
         sessions.session(host, host.services["qwen"]).facts.canary_done(timed_out_canary())
-    return make_babysit(parse_config(HOSTS), ["kpro5/qwen"], sessions=sessions, clock=lambda: NOW)
+    return make_babysit(config, ["kpro5/qwen"], sessions=sessions, clock=lambda: NOW)
 
 
-@pytest.mark.parametrize("cause", list(CAUSES))
+async def wedged_shown(pilot: Pilot[Any]) -> None:
+    await rows_shown(pilot)
+    assessment = pilot.app.screen.assessment
+    assert assessment.verdict is Verdict.WEDGED, assessment.summary
+
+
+@pytest.mark.parametrize("cause", CAUSES)
 @pytest.mark.parametrize("size", [SIZE, NARROW], ids=["120x36", "80x24"])
 def test_the_banner_says_since_when_and_on_what_evidence(
     cause: str, size: tuple[int, int], snap_compare: Any
 ) -> None:
     """WEDGED: the verdict, since when and why first, the summary, then the evidence."""
-    assert snap_compare(make_host_app(cause), terminal_size=size, run_before=rows_shown)
+    assert snap_compare(make_host_app(cause), terminal_size=size, run_before=wedged_shown)
 
 
 def wedged_answers(host: Host, services: list[Service]) -> list[Any]:
@@ -191,15 +230,18 @@ def wedged_answers(host: Host, services: list[Service]) -> list[Any]:
         if service.name == "dp-6":
             assessment, details = answers[index]
             evidence = (
-                "9 requests running (the log's latest metric line, byte 3998906, 09:21:31)",
-                "no progress since 09:21:31 (3 min ago): the last progress line, byte 3998906",
+                "9 requests running or queued (the log's latest metric line, byte 3999412, "
+                "09:21:31), 3 client connections quiet for 10 s or more",
+                "the last progress was at 09:21:31 (3 min ago) (log byte 3999412)",
             )
+            wedged = Wedged(NOW - 180, WedgeCause.STALL, evidence)
+            said = wedged_words(wedged, 0, NOW)
             answers[index] = (
                 dataclasses.replace(
                     assessment,
                     verdict=Verdict.WEDGED,
-                    summary="no progress for 3 min while 9 requests are running",
-                    wedged=Wedged(NOW - 180, WedgeCause.STALL, evidence),
+                    wedged=wedged,
+                    summary=f"{said}; {assessment.summary}",
                 ),
                 details,
             )

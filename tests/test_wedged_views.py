@@ -26,13 +26,7 @@ from tui.core.report import ProbeDetails, ServiceReport
 from tui.core.runs import Assessment
 from tui.core.service_report import status_json
 from tui.core.serving import WedgeCause, Wedged
-from tui.core.serving_words import (
-    CAUSE_SHORT,
-    CAUSE_WORDS,
-    canary_gist,
-    cause_words,
-    wedged_headline,
-)
+from tui.core.serving_words import CAUSE_SHORT, canary_gist, cause_short, since_words
 from tui.core.verdicts import Verdict
 from tui.session.state import HostState
 
@@ -44,7 +38,11 @@ EVIDENCE = (
     "2 requests running (the log's latest metric line, byte 1289612, 09:21:21)",
     "no progress since 09:21:21 (3 min ago): the last progress line, byte 1289612",
 )
-SUMMARY = "no progress for 3 min while 2 requests are running"
+#: A WEDGED summary as the facts write one: why and since when, then the LIVE summary.
+SUMMARY = (
+    "alive but not serving since 09:21:21 (3 min ago): work is pending and nothing progressed "
+    "for 3 min; pid 67115 (started 09:20:06, 4 min ago) writes this log (inode 9012)"
+)
 
 
 def wedged(
@@ -86,19 +84,16 @@ def report_of(assessment: Assessment, result: CanaryResult | None = None) -> Ser
 # --------------------------------------------------------------------------- words
 
 
-def test_every_cause_has_its_words_and_an_unknown_one_is_named_as_it_is() -> None:
-    causes = {WedgeCause.STALL, WedgeCause.FATAL, WedgeCause.CANARY}
-    assert set(CAUSE_WORDS) == causes
-    assert set(CAUSE_SHORT) == causes
-    assert cause_words(Wedged(SINCE, "a\x1b[2Jb", ("x",))) == "a\\x1b[2Jb"
+def test_every_cause_has_its_short_words_and_an_unknown_one_is_named_as_it_is() -> None:
+    assert set(CAUSE_SHORT) == {WedgeCause.STALL, WedgeCause.FATAL, WedgeCause.CANARY}
+    assert cause_short(Wedged(SINCE, "a\x1b[2Jb", ("x",))) == "a\\x1b[2Jb"
 
 
-def test_the_headline_says_since_when_in_the_hosts_clock_and_how_long_ago() -> None:
+def test_since_is_said_in_the_hosts_clock_with_how_long_ago() -> None:
     words = HostWords(3600, NOW)  # the host runs an hour ahead of UTC
-    headline = wedged_headline(Wedged(SINCE, WedgeCause.STALL, EVIDENCE), words)
-    assert headline == "since 10:21:21 (3 min ago): no progress while work is pending"
-    fatal = wedged_headline(Wedged(NOW - 89, WedgeCause.FATAL, ("x",)), words)
-    assert fatal == "since 10:23:02 (1 min ago): a fatal line while the process lives"
+    assert since_words(Wedged(SINCE, WedgeCause.STALL, EVIDENCE), words) == (
+        "since 10:21:21 (3 min ago)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -145,9 +140,7 @@ def test_a_canary_error_is_made_printable_and_cut() -> None:
 
 def test_the_banner_says_wedged_since_when_and_why_first_then_the_evidence() -> None:
     lines = banner_lines(wedged(), NOW)
-    assert lines[0].startswith(
-        "● WEDGED  since 09:21:21 (3 min ago): no progress while work is pending · pid 67115"
-    )
+    assert lines[0].startswith("● WEDGED  since 09:21:21 (3 min ago) · pid 67115 +1 · started")
     assert lines[1] == SUMMARY
     assert lines[2:] == [f"· {item}" for item in EVIDENCE]
 
@@ -245,11 +238,8 @@ def test_status_text_says_the_wedged_line_its_evidence_and_the_canary() -> None:
     text = render([report_of(wedged(), canary(CanaryOutcome.TIMEOUT, elapsed_s=30.0))])
     lines = text.splitlines()
     assert lines[0] == f"kpro5/qwen  WEDGED     {SUMMARY}"
-    assert lines[1] == (
-        "            WEDGED since 09:21:21 (3 min ago): no progress while work is pending"
-    )
-    assert lines[2:4] == [f"            evidence: {item}" for item in EVIDENCE]
-    assert lines[4] == "            canary 09:22:21 (2 min ago): timed out after 30 s"
+    assert lines[1:3] == [f"            evidence: {item}" for item in EVIDENCE]
+    assert lines[3] == "            canary 09:22:21 (2 min ago): timed out after 30 s"
 
 
 def test_status_text_of_a_live_run_shows_its_canary_and_no_wedged_line() -> None:

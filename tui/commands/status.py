@@ -18,7 +18,7 @@ from tui.config import Config, Host, MetricsSource, Service
 from tui.core.hostclock import HostWords
 from tui.core.sanitize import printable
 from tui.core.service_report import ServiceReport, status_json
-from tui.core.serving_words import canary_gist, wedged_headline
+from tui.core.serving_words import canary_gist
 from tui.core.verdicts import Verdict, worst_exit_status
 from tui.hostsfile import load_config
 
@@ -103,8 +103,9 @@ async def gather_reports(
 
 
 def render(reports: Sequence[ServiceReport]) -> str:
-    """One line per service (its verdict and why); under it, a WEDGED run's since and
-    evidence, the run's last canary, and its hints."""
+    """One line per service (its verdict and why: a WEDGED summary begins with since when
+    and the cause); under it, a WEDGED run's evidence, the run's last canary, and its
+    hints."""
     if not reports:
         return "no services in hosts.yaml\n"
     width = max(len(f"{r.assessment.host}/{r.assessment.service}") for r in reports)
@@ -114,11 +115,10 @@ def render(reports: Sequence[ServiceReport]) -> str:
         name = f"{a.host}/{a.service}"
         under = f"{'':<{width}}  "
         lines.append(f"{name:<{width}}  {a.verdict.word:<9}  {printable(a.summary)}")
-        words = HostWords(a.utc_offset, a.checked_at)
-        if a.verdict is Verdict.WEDGED and a.wedged is not None:
-            lines.append(f"{under}{a.verdict.word} {wedged_headline(a.wedged, words)}")
+        if a.verdict is Verdict.WEDGED and a.wedged is not None:  # its summary says since
             lines.extend(f"{under}evidence: {printable(item)}" for item in a.wedged.evidence)
         if report.canary is not None:
+            words = HostWords(a.utc_offset, a.checked_at)
             lines.append(f"{under}{canary_gist(report.canary, words)}")
         for hint in report.hints:
             lines.append(f"{under}hint: {printable(hint.message)}")

@@ -2,8 +2,9 @@
 
 The host screen's banner, the fleet's row and ``babysit status`` read their words
 for a :class:`~tui.core.serving.Wedged` and a :class:`~tui.core.canary.CanaryResult`
-from here: since when (the host's clock, and how long ago), the cause, and a
-canary's one-line gist.
+from here: since when (the host's clock, and how long ago), the cause in a word or
+two, and a canary's one-line gist. The cause in full words begins the WEDGED
+summary (:func:`tui.core.wedge.wedged_words`).
 """
 
 from __future__ import annotations
@@ -13,12 +14,6 @@ from tui.core.hostclock import HostWords
 from tui.core.sanitize import printable
 from tui.core.serving import WedgeCause, Wedged
 
-#: Each cause in words, as the banner and ``babysit status`` say it.
-CAUSE_WORDS = {
-    WedgeCause.STALL: "no progress while work is pending",
-    WedgeCause.FATAL: "a fatal line while the process lives",
-    WedgeCause.CANARY: "the canary timed out",
-}
 #: Each cause in a word or two, for the fleet's note column.
 CAUSE_SHORT = {
     WedgeCause.STALL: "stalled",
@@ -29,11 +24,6 @@ CAUSE_SHORT = {
 ERROR_CHARS = 80
 
 
-def cause_words(wedged: Wedged) -> str:
-    """``no progress while work is pending``; an unknown cause as it is named."""
-    return CAUSE_WORDS.get(wedged.cause, printable(wedged.cause))
-
-
 def cause_short(wedged: Wedged) -> str:
     """``stalled``: the cause in the fleet's few words."""
     return CAUSE_SHORT.get(wedged.cause, printable(wedged.cause))
@@ -42,11 +32,6 @@ def cause_short(wedged: Wedged) -> str:
 def since_words(wedged: Wedged, words: HostWords) -> str:
     """``since 09:21:31 (3 min ago)``, in the host's clock."""
     return f"since {words.when(wedged.since)}"
-
-
-def wedged_headline(wedged: Wedged, words: HostWords) -> str:
-    """``since 09:21:31 (3 min ago): no progress while work is pending``."""
-    return f"{since_words(wedged, words)}: {cause_words(wedged)}"
 
 
 def canary_outcome_words(result: CanaryResult) -> str:

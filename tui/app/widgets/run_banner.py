@@ -4,8 +4,8 @@ It shows an :class:`~tui.core.runs.Assessment` and nothing else: every fact on
 it comes from one probe, and the banner says how old that probe is. When the
 probe is older than :data:`STALE_AFTER` seconds the whole banner is marked
 stale (``-old``), so an old verdict is never shown as a live one. A WEDGED run's
-banner says since when and why right after the verdict, and its evidence under
-the summary, each line cut to the banner's width.
+banner says since when right after the verdict (its summary begins with why), and
+its evidence under the summary, each line cut to the banner's width.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from textual.widgets import Static
 from tui.core.hostclock import HostWords
 from tui.core.runs import Assessment
 from tui.core.sanitize import printable
-from tui.core.serving_words import wedged_headline
+from tui.core.serving_words import since_words
 from tui.core.units import human_age
 from tui.core.verdicts import TONES, Verdict
 
@@ -45,8 +45,8 @@ def banner_lines(
 
     facts = [f"● {a.verdict.word}"]
     wedged = a.wedged if a.verdict is Verdict.WEDGED else None
-    if wedged is not None:  # since when and why, before anything that could push it away
-        facts.append(wedged_headline(wedged, HostWords(a.utc_offset, max(now, a.checked_at))))
+    if wedged is not None:  # since when, before anything that could push it away
+        facts.append(since_words(wedged, HostWords(a.utc_offset, max(now, a.checked_at))))
     container = a.container
     if container is not None and container.found:  # a container's run: its id comes first
         facts.append(f"container {container.label} {container.short_id}")
