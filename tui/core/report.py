@@ -381,7 +381,14 @@ class ServiceFacts:
             hints(metrics, launch=self._launch, gpus=self._gpus, death=death, container=notes)
         )
         return ServiceReport(
-            a, metrics, self._launch, self._gpus, found, self._sample, canary=canary
+            a,
+            metrics,
+            self._launch,
+            self._gpus,
+            found,
+            self._sample,
+            canary=canary,
+            progress=self._serving.progress,
         )
 
     def _canary_of(self, a: Assessment) -> CanaryResult | None:
