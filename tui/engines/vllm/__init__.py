@@ -71,6 +71,8 @@ SPEC = EngineSpec(
         # and the EngineDeadError that ends each request's traceback
         "EngineCore encountered an issue",
         "EngineDeadError",
+        # the API process's output loop, ended by the dead engine
+        "AsyncLLM output_handler failed",
         *NCCL_HANGS,
     ),
     # the stats line every interval while requests run
