@@ -378,7 +378,14 @@ class ServiceFacts:
         death = self._serving.death_line(running=a.writes_log)
         notes = self._container.notes(a, now)
         found = tuple(
-            hints(metrics, launch=self._launch, gpus=self._gpus, death=death, container=notes)
+            hints(
+                metrics,
+                launch=self._launch,
+                gpus=self._gpus,
+                death=death,
+                container=notes,
+                canary=canary,
+            )
         )
         return ServiceReport(
             a,
