@@ -35,6 +35,7 @@ from datetime import datetime, timedelta, timezone
 from tui.agent.protocol import MODE_CANARY, SAMPLING_CONFIG, SAMPLING_MODEL, SAMPLING_SERVER
 from tui.config import CanaryConfig
 from tui.core.answers import AnswerError, Fields, read
+from tui.core.launch.diff import LaunchDiff
 from tui.core.repetition import repetition_score
 from tui.core.sanitize import printable
 from tui.engines import spec
@@ -295,19 +296,18 @@ def _text(value: object) -> str | None:
     return str(value).strip() or None
 
 
-def running_values(launch: object) -> dict[str, object]:
+def running_values(launch: LaunchDiff) -> dict[str, object]:
     """The running server's values (argparse destination -> value) from a launch diff: what
     its args line reports (under the engine's own destinations), then its command line's
     flags, which win (they are what the process was started with)."""
-    engine = getattr(launch, "engine", None)
+    engine = launch.engine
     aliases = spec(engine).aliases if engine is not None else {}
     values: dict[str, object] = {}
-    reported = getattr(launch, "reported", None)
-    for key, value in (reported.values if reported is not None else {}).items():
+    reported = launch.reported.values if launch.reported is not None else {}
+    for key, value in reported.items():
         values[aliases.get(key, key)] = value
-    actual = getattr(launch, "actual", None)
-    if actual is not None:
-        for dest, flag in actual.by_dest(engine).items():
+    if launch.actual is not None:
+        for dest, flag in launch.actual.by_dest(engine).items():
             values[dest] = flag.value()
     return values
 
