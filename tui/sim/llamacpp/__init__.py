@@ -44,6 +44,10 @@ def _unsupported(v: Version, scenario: str) -> str | None:
     """Scenarios whose lines are known only for some builds."""
     if scenario == "spec-off" and shape(v) != "2026":
         return "the 'speculative decoding not supported' warning is known for 2026 builds"
+    if scenario == "nccl-timeout":
+        return "llama-server splits layers over GPUs without NCCL collectives"
+    if scenario == "engine-dead":
+        return "llama-server is one process: its engine cannot die under a living server"
     return None
 
 

@@ -23,6 +23,17 @@ from __future__ import annotations
 from tui.sim.engine import EngineKind
 from tui.sim.tgi.engine import TGI
 from tui.sim.tgi.releases import ALIASES, DEFAULT_PORT, DEFAULT_VERSION, SUPPORTED
+from tui.sim.version import Version
+
+
+def _unsupported(_v: Version, scenario: str) -> str | None:
+    """Scenarios whose lines are not simulated for TGI."""
+    if scenario == "nccl-timeout":
+        return "the shards' NCCL watchdog lines are simulated for sglang and vllm only"
+    if scenario == "engine-dead":
+        return "an engine core process that dies under a living API server is vLLM's"
+    return None
+
 
 KIND = EngineKind(
     name="tgi",
@@ -32,4 +43,5 @@ KIND = EngineKind(
     tp_flags=("num_shard",),
     releases=SUPPORTED,
     factory=TGI,
+    unsupported=_unsupported,
 )

@@ -25,6 +25,8 @@ def _unsupported(v: Version, scenario: str) -> str | None:
     """Scenarios whose lines are known only for some releases."""
     if scenario == "killed-at-load":
         return "its lines are simulated for sglang only"
+    if scenario == "engine-dead" and v < V("0.8.0"):
+        return "the engine core process that dies under a living API server is V1's (0.8 on)"
     if scenario == "killed-after" and not (V("0.11.0") <= v < V("0.16.0") or v >= V("0.33.0")):
         return "its lines are known for 0.11 to 0.15 ('Engine core proc') and 0.33 ('Worker proc')"
     return None
