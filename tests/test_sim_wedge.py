@@ -304,6 +304,9 @@ def test_a_stream_comes_token_by_token_with_usage_then_done(tmp_path: Path, engi
         assert stream.response.status == 200, stream.events()
         assert stream.response.getheader("content-type", "").startswith("text/event-stream")
         assert stream.response.getheader("transfer-encoding") == "chunked"
+        if engine == "llamacpp":  # cpp-httplib's: no charset, its keep-alive limits
+            assert stream.response.getheader("content-type") == "text/event-stream"
+            assert stream.response.getheader("keep-alive") == "timeout=5, max=5"
         assert stream.ended.wait(30)
         events = data_events(stream.events(), b"data: ")
         assert events[-1] == b"[DONE]"

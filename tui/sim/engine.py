@@ -21,7 +21,14 @@ from tui.sim.flags import ModelInfo
 from tui.sim.gpus import GpuSpec
 from tui.sim.load import Advance, LoadModel, LoadProfile, Request
 from tui.sim.out import Output
-from tui.sim.response import METHOD_NOT_ALLOWED, NOT_FOUND, Handler, Response, parse_json_body
+from tui.sim.response import (
+    EVENT_STREAM,
+    METHOD_NOT_ALLOWED,
+    NOT_FOUND,
+    Handler,
+    Response,
+    parse_json_body,
+)
 from tui.sim.stream import OpenAIStream
 from tui.sim.text import generated, piece
 from tui.sim.version import Version
@@ -248,6 +255,9 @@ class Engine:
         """Tokens ``first`` to ``end`` of request ``rid``'s text (a stream's pieces)."""
         return lambda first, end: piece(first, end, rid, repeat=self.repeat)
 
+    #: the content type of this server's streamed answers
+    stream_type = EVENT_STREAM
+
     def stream_headers(self) -> tuple[tuple[str, str], ...]:
         """Headers a streamed answer of this server carries besides the content type."""
         return ()
@@ -299,7 +309,7 @@ class Engine:
                 include_usage=isinstance(options, dict) and options.get("include_usage") is True,
             )
             events = answer.events(self.host.load, streamed, self.text_piece(streamed.rid))
-            return Response.stream(events, headers=self.stream_headers())
+            return Response.stream(events, self.stream_type, self.stream_headers())
         request = self.generate(prompt_tokens, max_new, prompt_text)
         if request is None:
             return Response.json(

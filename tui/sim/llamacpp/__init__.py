@@ -22,7 +22,8 @@ started (``M.SS.mmm.uuu``), in 2025 and 2026 builds. ``/health`` answers 503 ``L
 model`` until the ready line, then 200 ``{"status":"ok"}``; ``/metrics`` needs
 ``--metrics`` (else 501); ``/slots`` needs ``--slots`` in 2024 builds and is on unless
 ``--no-slots`` later. A draft model (``-md``) turns on speculative decoding (not in 2024
-builds, which have none).
+builds, which have none). ``wedged``: the server loop stops (no slot line any more),
+``/health`` keeps answering 200 and requests wait.
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ printed verbatim, ANSI-coloured unless ``LOG_COLORIZE=1`` (JSON with
 load time, ``Shard ready in …``, ``Starting Webserver``, the warmup and
 ``Connected`` (ready). Each generation logs ``Success`` in its handler's span
 with the timings; there is no periodic stats line: throughput, queue and
-batch exist only on ``/metrics`` (``tgi_*``).
+batch exist only on ``/metrics`` (``tgi_*``). ``/generate_stream`` sends one
+``data:{...}`` event per token; ``wedged`` stops every generation silently.
 
 Environment honoured like the real server: ``LOG_COLORIZE``. ``/health`` is
 200 once connected (503 ``unhealthy`` otherwise; the real router is not

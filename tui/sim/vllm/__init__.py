@@ -10,6 +10,10 @@ again). Multi-line messages repeat the prefix after ``\\r\\n`` like vLLM's
 complete.`` (``Uvicorn running on`` only up to 0.7.0). Stats lines come every
 ``VLLM_LOG_STATS_INTERVAL`` seconds (5 s in V0) and only while the engine is
 not idle; a SpecDecoding line follows each one when drafts were made.
+
+Wedged (``wedged``, ``nccl-timeout``): one last stats line with 0.0 throughputs and the
+last Running/Waiting counts, then nothing at info level; ``engine-dead`` (V1): the
+engine core dies and the API server answers on (:mod:`tui.sim.vllm.stalls`).
 """
 
 from __future__ import annotations
