@@ -13,7 +13,10 @@ crash-after and killed-after end by SIGKILL of the whole tree (a shell reports 1
 its killed-at-load exits 1; vLLM's oom exits 1 and its crash-after and killed-after
 exit 0 once the API server's watchdog shut uvicorn down; llama-server's oom exits 1,
 its crash-after 134 (abort()) and its killed-after and killed-at-load end by SIGKILL;
-TGI's failures exit 1 (the launcher's ``Error: …``); 1 if the port is taken.
+TGI's failures exit 1 (the launcher's ``Error: …``); 1 if the port is taken. The wedging
+scenarios (``wedged``, ``nccl-timeout``, ``engine-dead``) strike ``--wedge-after`` seconds
+after ready and end nothing: the process serves on until signalled. For ``engine-dead``
+one more child stands for vLLM's engine core and exits when the engine dies.
 """
 
 from __future__ import annotations
