@@ -10,8 +10,8 @@ and saturates. Speculative decoding multiplies the speed and emits about
 A streamed request (``submit(..., streamed=True)``) makes the main thread wake every
 :data:`STREAM_TICK` seconds while it runs, so its tokens reach the client as they are
 made rather than all at the end. :meth:`LoadModel.freeze` stops the engine for good (the
-wedged scenarios): nothing decodes, finishes or is admitted any more, new requests are
-accepted and wait, and the counts keep the values they had.
+wedged scenarios): nothing decodes, finishes or is admitted any more, requests that arrive
+are accepted and wait, and the counts keep the values they had.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from tui.sim.load import LoadModel, Request
 
-#: how long one wait for new tokens lasts before the feed looks again; a wedged engine
+#: how long one wait for more tokens lasts before the feed looks again; a wedged engine
 #: makes none, so the feed waits on and on with the connection open
 FEED_WAIT = 1.0
 DONE = b"data: [DONE]\n\n"
@@ -26,7 +26,7 @@ DONE = b"data: [DONE]\n\n"
 
 def feed(load: LoadModel, request: Request) -> Iterator[tuple[int, int]]:
     """``(first, end)`` token ranges of ``request`` as they are made; ends when it finished
-    (or was aborted because the server goes away)."""
+    (or is aborted because the server goes away)."""
     seen = 0
     while True:
         count = load.wait_progress(request, seen, FEED_WAIT)
