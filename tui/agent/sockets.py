@@ -123,6 +123,24 @@ def listening_by_proc(root="/proc"):
     return found
 
 
+def listening_addresses(port):
+    """The addresses that TCP sockets listen on at ``port`` (``0.0.0.0``, ``::``, ``::1``,
+    one address of this host's), netlink asked first, /proc/net/tcp otherwise."""
+    found = set()
+    try:
+        for data, offset, _ in diag_messages(1 << TCP_LISTEN):
+            at = offset + NLMSG_HEADER
+            if struct.unpack_from("!H", data, at + 4)[0] == port:
+                size = 4 if data[at] == socket.AF_INET else 16
+                found.add(address_text(data[at + 8 : at + 8 + size]))
+    except (OSError, ValueError):
+        for parts in proc_rows("/proc", PROC_LISTEN):
+            address, listened = parts[1].split(":")
+            if int(listened, 16) == port:
+                found.add(proc_address(address))
+    return found
+
+
 def proc_rows(root, state):
     """The split rows of ``root``/net/tcp and tcp6 in ``state`` (a /proc/net/tcp word)."""
     for table in PROC_TABLES:
