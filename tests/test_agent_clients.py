@@ -241,7 +241,7 @@ def test_without_netlink_proc_counts_without_times(
     served.client("/hang")
     served.client("/answer")
 
-    def refused(ports: set[int]) -> list:
+    def refused(*_: object) -> list:
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr(agent_clients, "established_by_netlink", refused)

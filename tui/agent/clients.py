@@ -22,10 +22,12 @@ import os
 
 from .protocol import AGENT_MARK
 from .sockets import (
+    INET_FAMILIES,
     established_by_netlink,
     established_by_proc,
     listening_by_proc,
     listening_sockets,
+    tcp_family,
 )
 
 #: Client connections listed in a run's ``clients`` at most (tui/core/serving.py
@@ -34,15 +36,20 @@ MAX_CLIENTS = 16
 SOURCE_NETLINK = "netlink"
 SOURCE_PROC = "proc"
 SOCKET_LINK = "socket:["
+#: Where the tables of the agent's own network namespace are.
+OWN_TABLES = "/proc"
 
 
-def socket_inodes(links):
-    """The socket inodes among a process's fd links."""
-    return set(
-        int(target[len(SOCKET_LINK) : -1])
-        for _, target in links
-        if target.startswith(SOCKET_LINK) and target.endswith("]")
-    )
+def tcp_sockets(pid, links):
+    """{inode: AF_INET, AF_INET6 or None (not told)} of the TCP sockets among a
+    process's fd links."""
+    found = {}
+    for fd, target in links:
+        if target.startswith(SOCKET_LINK) and target.endswith("]"):
+            family = tcp_family("/proc/%d/fd/%s" % (pid, fd))
+            if family != 0:
+                found[int(target[len(SOCKET_LINK) : -1])] = family
+    return found
 
 
 def net_namespace(pid):
@@ -53,94 +60,107 @@ def net_namespace(pid):
 
 
 class RunSockets(object):
-    """One run's processes as the clients count needs them: the socket inodes they
-    hold, their network namespace and the ports to count on."""
+    """One run's processes as the clients count needs them: the TCP sockets they hold,
+    their network namespace and the ports to count on."""
 
-    def __init__(self, view, run, port):
+    def __init__(self, view, run, port, own_namespace):
         self.run = run
-        self.pids = [run["pid"]] + [m["pid"] for m in run.get("members") or []]
-        self.inodes = set()
+        self.tcp = {}
         self.readable = False
-        for pid in self.pids:
+        for pid in [run["pid"]] + [m["pid"] for m in run.get("members") or []]:
             links = view.links(pid)
             if links is not None:
                 self.readable = True
-                self.inodes |= socket_inodes(links)
+                self.tcp.update(tcp_sockets(pid, links))
         namespace = net_namespace(run["pid"])
-        self.namespace = None if namespace == net_namespace(os.getpid()) else namespace
+        self.namespace = None if namespace == own_namespace else namespace
+        self.root = "/proc/%d" % run["pid"] if self.namespace else OWN_TABLES
         self.port = port
         self.ports = set([port]) if port else set()
+        #: {inode: family} of its TCP sockets that listen on no port
+        self.connected = {}
 
-    @property
-    def root(self):
-        """Where this run's namespace's tables are: /proc/PID for another namespace."""
-        return "/proc/%d" % self.run["pid"] if self.namespace else "/proc"
-
-    @property
-    def needs_listeners(self):
-        """Whether the ports to count on come from what the run listens on: no port
-        was given, or the run is in a namespace of its own, where the service's port
-        (this host's) may be mapped to another."""
-        return not self.port or bool(self.namespace)
-
-    def find_ports(self, listening):
-        """The ports the run's processes listen on (``listening``: port -> {inode: uid}
-        of its namespace), or the service's port when the run listens on it there."""
-        held = set(p for p, sockets in listening.items() if self.inodes & set(sockets))
-        self.ports = set([self.port]) if self.port in held else held
+    def sort_sockets(self, listening):
+        """Tell its listeners from its connections (``listening``: port -> {inode: uid}
+        of its namespace), and with no port given, or in a namespace of its own where
+        the service's port (this host's) may be mapped to another, count on the ports
+        the run listens on (the service's port when it listens on that one)."""
+        listeners = set()
+        held = set()
+        for port, sockets in listening.items():
+            mine = set(sockets) & set(self.tcp)
+            if mine:
+                held.add(port)
+                listeners |= mine
+        if not self.port or self.namespace:
+            self.ports = set([self.port]) if self.port in held else held
+        self.connected = dict((i, f) for i, f in self.tcp.items() if i not in listeners)
 
 
 def add_clients(view, wanted):
     """Give each run of ``wanted`` ([(run, the service's port or None)]) its ``clients``,
-    when its sockets can be read and a port is known."""
-    runs = [RunSockets(view, run, port) for run, port in wanted]
-    runs = [r for r in runs if r.readable]
+    when its sockets can be read and a port is known. The kernel's connection tables
+    are read only for runs that hold TCP sockets other than their listeners."""
+    own_namespace = net_namespace(os.getpid())
+    runs = [RunSockets(view, run, port, own_namespace) for run, port in wanted]
+    runs = [r for r in runs if r.readable and (r.tcp or r.ports)]
     listening = {}
     for r in runs:
-        if r.needs_listeners:
+        if r.tcp:
             if r.root not in listening:
-                here = not r.namespace
+                here = r.root == OWN_TABLES
                 listening[r.root] = listening_sockets() if here else listening_by_proc(r.root)
-            r.find_ports(listening[r.root])
+            r.sort_sockets(listening[r.root])
     runs = [r for r in runs if r.ports]
-    if not runs:
-        return
-    tables = {}
-    here = set().union(*[r.ports for r in runs if not r.namespace] or [set()])
-    if here:
-        try:
-            tables["/proc"] = (SOURCE_NETLINK, established_by_netlink(here))
-        except (OSError, ValueError):
-            tables["/proc"] = (SOURCE_PROC, established_by_proc(here))
-    for r in runs:
-        if r.root not in tables:
-            ports = set().union(*[o.ports for o in runs if o.root == r.root])
-            tables[r.root] = (SOURCE_PROC, established_by_proc(ports, r.root))
+    busy = [r for r in runs if r.connected]
     not_clients = OwnSockets(view)
+    tables = {}
+    here = [r for r in busy if r.root == OWN_TABLES]
+    if here:
+        ports = set().union(*[r.ports for r in here])
+        families = set(f for r in here for f in r.connected.values())
+        families |= not_clients.families()
+        families = INET_FAMILIES if None in families else sorted(families)
+        try:
+            tables[OWN_TABLES] = (SOURCE_NETLINK, established_by_netlink(ports, families))
+        except (OSError, ValueError):
+            tables[OWN_TABLES] = (SOURCE_PROC, established_by_proc(ports))
+    for r in busy:
+        if r.root not in tables:
+            ports = set().union(*[o.ports for o in busy if o.root == r.root])
+            tables[r.root] = (SOURCE_PROC, established_by_proc(ports, r.root))
     for r in runs:
-        source, connections = tables[r.root]
+        quiet = (SOURCE_PROC if r.namespace else SOURCE_NETLINK, [])
+        source, connections = tables.get(r.root, quiet) if r.connected else quiet
         r.run["clients"] = clients_of(r, source, connections, not_clients)
 
 
 class OwnSockets(object):
-    """The socket inodes of babysit's own processes on this host (this agent, the
+    """The TCP sockets of babysit's own processes on this host (this agent, the
     processes above it, any other agent), read once, when first asked."""
 
     def __init__(self, view):
         self.view = view
-        self._inodes = None
+        self._sockets = None
 
-    def holds(self, inode):
-        if self._inodes is None:
+    def sockets(self):
+        """{inode: family} of their TCP sockets."""
+        if self._sockets is None:
             pids = set(self.view.own) | set(
                 pid
                 for pid, info in self.view.table.items()
                 if any(AGENT_MARK in part for part in info["cmdline"])
             )
-            self._inodes = set()
+            self._sockets = {}
             for pid in pids:
-                self._inodes |= socket_inodes(self.view.links(pid) or [])
-        return inode in self._inodes
+                self._sockets.update(tcp_sockets(pid, self.view.links(pid) or []))
+        return self._sockets
+
+    def families(self):
+        return set(self.sockets().values())
+
+    def holds(self, inode):
+        return inode in self.sockets()
 
 
 def clients_of(run_sockets, source, connections, not_clients):
@@ -148,10 +168,10 @@ def clients_of(run_sockets, source, connections, not_clients):
     ends = dict(((c.local, c.local_port, c.peer, c.peer_port), c.inode) for c in connections)
     served = []
     for c in connections:
-        if c.local_port not in run_sockets.ports or c.inode not in run_sockets.inodes:
+        if c.local_port not in run_sockets.ports or c.inode not in run_sockets.connected:
             continue
         other = ends.get((c.peer, c.peer_port, c.local, c.local_port))
-        if other is not None and (other in run_sockets.inodes or not_clients.holds(other)):
+        if other is not None and (other in run_sockets.tcp or not_clients.holds(other)):
             continue
         served.append(c)
     shown = sorted(served, key=waiting_then_quiet)[:MAX_CLIENTS]

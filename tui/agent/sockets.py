@@ -35,6 +35,9 @@ TCPI_LAST_DATA_SENT = 44
 TCPI_LAST_DATA_RECV = 52
 TCPI_DATA_SEGS_IN = 152
 TCPI_DATA_SEGS_OUT = 156
+#: What a socket is, as sockfs says it (the extended attribute of its fd), for TCP.
+SOCKET_PROTOCOL = "system.sockprotoname"
+TCP_PROTOCOLS = {b"TCP": socket.AF_INET, b"TCPv6": socket.AF_INET6}
 #: The state words of /proc/net/tcp.
 PROC_ESTABLISHED = "01"
 PROC_LISTEN = "0A"
@@ -50,13 +53,17 @@ Connection = namedtuple(
 )
 
 
-def diag_messages(states, ext=0):
+#: Both address families of TCP sockets.
+INET_FAMILIES = (socket.AF_INET, socket.AF_INET6)
+
+
+def diag_messages(states, ext=0, families=INET_FAMILIES):
     """Yield (data, offset, length) of each inet_diag_msg of a dump of the TCP sockets
-    (v4, then v6) in ``states`` (a bit mask), ``ext`` the attributes asked for.
+    of ``families`` in ``states`` (a bit mask), ``ext`` the attributes asked for.
     Raises OSError or ValueError when netlink refuses or answers wrongly."""
     sock = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_SOCK_DIAG)
     try:
-        for seq, family in enumerate((socket.AF_INET, socket.AF_INET6), 1):
+        for seq, family in enumerate(families, 1):
             # inet_diag_req_v2: family, protocol, ext, pad, states, then a zero sockid.
             request = struct.pack("=BBBBI48x", family, socket.IPPROTO_TCP, ext, 0, states)
             header = struct.pack(
@@ -160,11 +167,16 @@ def address_text(packed):
     return socket.inet_ntop(socket.AF_INET6, packed)
 
 
-def established_by_netlink(ports):
-    """[Connection] of every established TCP socket (v4 and v6) whose own port or peer's
-    port is in ``ports``, with its times from the kernel's tcp_info."""
+def established_by_netlink(ports, families=INET_FAMILIES):
+    """[Connection] of every established TCP socket of ``families`` whose own port or
+    peer's port is in ``ports``, with its times from the kernel's tcp_info.
+
+    Unlike the listeners, the kernel finds these by walking its whole connection hash
+    table, once per family: milliseconds on a host with much memory, however few
+    connections it has. So it is asked only for what a run's sockets need."""
     found = []
-    for data, offset, length in diag_messages(1 << TCP_ESTABLISHED, 1 << (INET_DIAG_INFO - 1)):
+    asked = diag_messages(1 << TCP_ESTABLISHED, 1 << (INET_DIAG_INFO - 1), families)
+    for data, offset, length in asked:
         at = offset + NLMSG_HEADER
         family = data[at]
         local_port, peer_port = struct.unpack_from("!HH", data, at + 4)
@@ -231,6 +243,16 @@ def established_by_proc(ports, root="/proc"):
             )
         )
     return found
+
+
+def tcp_family(path):
+    """AF_INET or AF_INET6 for a TCP socket at ``path`` (an fd in /proc/PID/fd), 0 for
+    a socket of another kind, None when it cannot be told (sockfs' sockprotoname)."""
+    try:
+        name = os.getxattr(path, SOCKET_PROTOCOL).rstrip(b"\0")
+    except (OSError, AttributeError):
+        return None
+    return TCP_PROTOCOLS.get(name, 0)
 
 
 def listening_inodes(port):
