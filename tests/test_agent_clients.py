@@ -82,15 +82,16 @@ CLIENT = textwrap.dedent(
 class Served:
     """The server above, its log, and the client processes started against it."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, wrap: tuple[str, ...] = ()) -> None:
         self.port = free_port()
+        self.wrap = wrap
         self.folder = folder
         self.log = folder / "server.log"
         (folder / "server.py").write_text(SERVER)
         (folder / "client.py").write_text(CLIENT)
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, str(folder / "server.py"), str(self.port)],
+                [*wrap, sys.executable, str(folder / "server.py"), str(self.port)],
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
@@ -101,8 +102,15 @@ class Served:
     def client(self, path: str) -> subprocess.Popen[bytes]:
         """A client process that sent ``path`` (and read its answer, for /answer)."""
         seen = self.log.read_text().count(f"got {path}")
+        inside = (f"--net=/proc/{self.proc.pid}/ns/net",) if self.wrap else ()
         client = subprocess.Popen(
-            [sys.executable, str(self.folder / "client.py"), str(self.port), path],
+            [
+                *(("nsenter", *inside) if inside else ()),
+                sys.executable,
+                str(self.folder / "client.py"),
+                str(self.port),
+                path,
+            ],
             stdout=subprocess.PIPE,
         )
         self.clients.append(client)
@@ -113,12 +121,12 @@ class Served:
         )
         return client
 
-    def service(self, *, port: bool = True) -> dict[str, object]:
+    def service(self, *, port: bool | int = True) -> dict[str, object]:
         return {
             "name": "s",
             "log": str(self.log),
             "match": f"server.py {self.port}$",
-            "port": self.port if port else None,
+            "port": port if not isinstance(port, bool) else self.port if port else None,
             "health": False,
         }
 
@@ -139,7 +147,7 @@ def served(tmp_path: Path) -> Iterator[Served]:
         running.stop()
 
 
-def clients_of(served: Served, *, port: bool = True) -> dict:
+def clients_of(served: Served, *, port: bool | int = True) -> dict:
     """The run's ``clients`` in the answer of the real agent (python3 -I -S, the bundle)."""
     request = {"mode": protocol.MODE_PROBE, "services": [served.service(port=port)]}
     result = asyncio.run(run_agent(LocalTransport(), request, timeout=30))
@@ -255,14 +263,26 @@ def test_without_netlink_proc_counts_without_times(
 
 
 def test_proc_and_netlink_see_the_same_connections(served: Served) -> None:
-    served.client("/hang")
-    by_netlink = sockets.established_by_netlink({served.port})
-    by_proc = sockets.established_by_proc({served.port}, f"/proc/{os.getpid()}")
+    client = served.client("/hang")
+    held = {
+        int(os.readlink(f"/proc/{pid}/fd/{fd}")[len("socket:[") : -1])
+        for pid in (served.proc.pid, client.pid)
+        for fd in os.listdir(f"/proc/{pid}/fd")
+        if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:[")
+    }
+
+    def ours(connections: list[sockets.Connection]) -> list[sockets.Connection]:
+        # (other test runs on this machine may connect to this port too)
+        return sorted(
+            c._replace(last_sent_ms=None, last_recv_ms=None, data_in=None, data_out=None)
+            for c in connections
+            if c.inode in held
+        )
+
+    by_netlink = ours(sockets.established_by_netlink({served.port}))
+    by_proc = ours(sockets.established_by_proc({served.port}, f"/proc/{os.getpid()}"))
     assert len(by_netlink) == 4  # two ends of the client's, two of the self-connection
-    assert sorted(
-        c._replace(last_sent_ms=None, last_recv_ms=None, data_in=None, data_out=None)
-        for c in by_netlink
-    ) == sorted(by_proc)
+    assert by_netlink == by_proc
 
 
 def test_a_run_that_writes_no_log_has_no_clients(served: Served, tmp_path: Path) -> None:
@@ -284,3 +304,36 @@ def test_the_agent_s_own_health_probe_is_no_client(served: Served) -> None:
     assert "got /health" in served.log.read_text()
     (run,) = entry["runs"]
     assert run["clients"]["open"] == 0
+
+
+@pytest.fixture
+def in_own_netns(tmp_path: Path) -> Iterator[Served]:
+    """The server in a network namespace of its own (as in a container on a bridge
+    network), its loopback up; its clients join that namespace."""
+    tried = subprocess.run(
+        ["unshare", "--net", "ip", "link", "set", "lo", "up"], capture_output=True, check=False
+    )
+    if tried.returncode != 0:
+        pytest.skip(f"no network namespace here: {tried.stderr.decode().strip()}")
+    wrap = ("unshare", "--net", "sh", "-c", 'ip link set lo up && exec "$@"', "sh")
+    running = Served(tmp_path, wrap)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def test_a_run_in_another_network_namespace_is_counted_from_its_table(
+    in_own_netns: Served,
+) -> None:
+    served = in_own_netns
+    assert os.readlink(f"/proc/{served.proc.pid}/ns/net") != os.readlink("/proc/self/ns/net")
+    served.client("/hang")
+    served.client("/answer")
+    got = clients_of(served)
+    assert got["source"] == "proc" and got["port"] == served.port
+    assert got["open"] == 2  # its connection to itself left out there too
+    assert all(c["quiet_ms"] is None and c["waiting_ms"] is None for c in got["clients"])
+    # the service's port of this host, mapped to the one it listens on in there
+    mapped = clients_of(served, port=free_port())
+    assert mapped["port"] == served.port and mapped["open"] == 2
