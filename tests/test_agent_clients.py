@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.dockerd import Dockerd, sim_command, wait_running
 from support.ports import free_port
 from support.wait import wait_until
 
@@ -337,3 +338,50 @@ def test_a_run_in_another_network_namespace_is_counted_from_its_table(
     # the service's port of this host, mapped to the one it listens on in there
     mapped = clients_of(served, port=free_port())
     assert mapped["port"] == served.port and mapped["open"] == 2
+
+
+#: A request whose headers never end: the server reads it and answers nothing.
+UNFINISHED = textwrap.dedent(
+    """
+    import socket, sys, time
+    conn = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+    conn.sendall(b"POST /v1/completions HTTP/1.1\\r\\nHost: x\\r\\n")
+    print("sent", flush=True)
+    time.sleep(3600)
+    """
+)
+
+
+def test_a_container_s_run_has_its_clients(dockerd: Dockerd, tmp_path: Path) -> None:
+    port = free_port()
+    name = "clients-vllm"
+    dockerd.run_container(name, sim_command("vllm", port))
+    wait_running(dockerd, name)
+    service = {"name": "s", "log": "", "port": port, "container": {"name": name}}
+
+    def entry() -> dict:
+        request = {"mode": protocol.MODE_PROBE, "services": [service]}
+        result = asyncio.run(run_agent(LocalTransport(), request, timeout=30))
+        (got,) = json.loads(result.completed.stdout)["services"]
+        return got
+
+    def listening() -> bool:
+        return port in sockets.listening_sockets()
+
+    wait_until(listening, 60, "the container's sim to listen")
+    script = tmp_path / "unfinished.py"
+    script.write_text(UNFINISHED)
+    client = subprocess.Popen([sys.executable, str(script), str(port)], stdout=subprocess.PIPE)
+    try:
+        assert client.stdout is not None and client.stdout.readline() == b"sent\n"
+
+        def waiting() -> dict | None:
+            (run,) = entry()["runs"]
+            got = run["clients"]
+            return got if got["clients"] and got["clients"][0]["waiting_ms"] else None
+
+        got = wait_until(waiting, 15, "the container's run to have a waiting client")
+        assert got["source"] == "netlink" and got["port"] == port and got["open"] == 1
+    finally:
+        client.kill()
+        client.wait(10)
