@@ -263,6 +263,23 @@ def test_without_netlink_proc_counts_without_times(
     assert not read_back.timed and read_back.open == 2
 
 
+def test_a_failure_to_count_clients_fails_no_service(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    served.client("/hang")
+
+    def broken(*_: object) -> list:
+        raise RuntimeError("a table the agent cannot read")
+
+    monkeypatch.setattr(agent_clients, "established_by_netlink", broken)
+    answer = probe({"services": [served.service()]})
+    assert answer["clients_problem"] == "RuntimeError: a table the agent cannot read"
+    (entry,) = answer["services"]
+    assert "error" not in entry
+    (run,) = entry["runs"]
+    assert run["ready"] is not None and "clients" not in run
+
+
 def test_proc_and_netlink_see_the_same_connections(served: Served) -> None:
     client = served.client("/hang")
     held = {

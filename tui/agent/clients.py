@@ -6,16 +6,23 @@ A run's ``clients`` in the probe answer (read by tui/core/serving.py ``Clients``
      "clients": [{"peer": "127.0.0.1:53312", "quiet_ms": 181000, "waiting_ms": 181000}]}
 
 The connections counted are the established TCP sockets whose own port is the port
-(the service's ``port``, else every port the run's processes listen on) and whose
-inode one of the run's processes holds. A connection whose other end is held by
-babysit's own processes (an agent's /health, /metrics or canary) or by the run itself
-(its workers' connections to one another) is no client. Over netlink each one has
-its times from the kernel's tcp_info: ``quiet_ms`` since the server last sent on it,
+(the service's ``port``, else every port the run's processes listen on; in a network
+namespace of its own, where this host's port may be mapped to another, the service's
+port when the run listens on it there, else the ports it listens on) and whose inode
+one of the run's processes holds. A connection whose other end is held by babysit's
+own processes (an agent's /health, /metrics or canary) or by the run itself (its
+workers' connections to one another) is no client. Over netlink each one has its
+times from the kernel's tcp_info: ``quiet_ms`` since the server last sent on it,
 ``waiting_ms`` since the client last sent when the server has sent nothing after
 that (a request not answered at all), else null. Where netlink is refused, or the
 run is in another network namespace (a container on a bridge network), its
 namespace's /proc/PID/net/tcp gives the counts alone (``source: "proc"``, times null).
-All runs of one probe share one netlink dump, and one table read per namespace.
+
+Listing connections makes the kernel walk its whole connection hash table, which
+takes milliseconds on a host with much memory however idle it is. So the tables are
+read only for runs whose processes hold TCP sockets other than their listeners (sockfs
+tells a TCP socket from the others), once per probe for all of them: one netlink
+dump, of the address families they use, and one table read per other namespace.
 """
 
 import os

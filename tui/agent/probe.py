@@ -144,7 +144,12 @@ def probe(args):
         except Exception as error:  # any failure is this service's answer
             entries.append({"name": service.get("name"), "error": reason_of(error), "runs": []})
     # After every service's /health and /metrics: no connection of this agent is open.
-    add_clients(view, serving_runs(services, entries))
+    # The clients are evidence for the runs: what fails there fails no service's answer.
+    clients_problem = None
+    try:
+        add_clients(view, serving_runs(services, entries))
+    except Exception as error:  # any failure is said in the answer
+        clients_problem = reason_of(error)
     wanting = [entries[i] for i, s in enumerate(services) if s.get("gpus") is not None]
     if wanting:
         readings = gpu_readings(view, entries, float(args.get("apps_max_age") or 0))
@@ -159,6 +164,7 @@ def probe(args):
         "hostname": os.uname()[1],
         "agent_pid": os.getpid(),
         "services": entries,
+        "clients_problem": clients_problem,
     }
 
 
