@@ -23,14 +23,16 @@ CHANNEL_MARGIN = 15.0
 async def ask_canary(
     transport: Transport, request: dict[str, object], *, timeout: float
 ) -> Mapping[str, object]:
-    """The agent's answer to the canary ``request`` (its ``timeout`` is the canary's own
-    deadline on the host, ``timeout`` here that of the whole call before the margin).
+    """The agent's answer to the canary ``request``. The channel is given the canary's
+    own deadline on the host (``timeout``, or the request's when that is longer) and
+    :data:`CHANNEL_MARGIN` more.
 
     Raises :class:`~tui.errors.TransportError` (a :class:`~tui.errors.HopFailed` when a
     hop failed) when the host could not be asked: no connection, the agent did not
     start, gave no answer or an answer that is no JSON object."""
     args = {**request, "mode": MODE_CANARY}
-    answer = await run_agent(transport, args, timeout=timeout + CHANNEL_MARGIN)
+    deadline = max(timeout, float(request.get("timeout") or 0))  # type: ignore[arg-type]
+    answer = await run_agent(transport, args, timeout=deadline + CHANNEL_MARGIN)
     result = answer.completed
     where = transport.chain_text
     if not answer.started:
