@@ -240,7 +240,7 @@ def test_an_agent_s_own_connection_is_no_client(served: Served) -> None:
 
     got, seen = asyncio.run(probe_during_canary())
     # the canary's connection is there (both its ends, and the server's self-connection)
-    assert len([c for c in seen if c.local_port == served.port]) == 2
+    assert len([c for c in seen if c.port == served.port]) == 2
     assert got["open"] == 0 and got["clients"] == []
 
 

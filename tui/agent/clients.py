@@ -172,12 +172,12 @@ class OwnSockets(object):
 
 def clients_of(run_sockets, source, connections, not_clients):
     """The ``clients`` of one run from its namespace's ``connections``."""
-    ends = dict(((c.local, c.local_port, c.peer, c.peer_port), c.inode) for c in connections)
+    ends = dict(((c.address, c.port, c.peer, c.peer_port), c.inode) for c in connections)
     served = []
     for c in connections:
-        if c.local_port not in run_sockets.ports or c.inode not in run_sockets.connected:
+        if c.port not in run_sockets.ports or c.inode not in run_sockets.connected:
             continue
-        other = ends.get((c.peer, c.peer_port, c.local, c.local_port))
+        other = ends.get((c.peer, c.peer_port, c.address, c.port))
         if other is not None and (other in run_sockets.tcp or not_clients.holds(other)):
             continue
         served.append(c)

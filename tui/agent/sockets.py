@@ -49,7 +49,7 @@ PROC_TABLES = ("tcp", "tcp6")
 #: many segments with data it received and sent (None before Linux 4.6).
 Connection = namedtuple(
     "Connection",
-    "local local_port peer peer_port inode last_sent_ms last_recv_ms data_in data_out",
+    "address port peer peer_port inode last_sent_ms last_recv_ms data_in data_out",
 )
 
 
