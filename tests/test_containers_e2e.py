@@ -465,10 +465,12 @@ async def test_a_rm_container_gone_keeps_its_last_lines_on_screen(
         def dead() -> bool:
             return screen.assessment is not None and screen.assessment.verdict is Verdict.DEAD
 
-        # while it runs: the warning, beside a run that serves
+        # while it runs: the warning, beside a run that serves (or, once its crash line is
+        # printed and its process not yet gone, a run that no longer serves: WEDGED)
         await until(lambda: warned_of_rm(screen), "the --rm warning", pilot=pilot, timeout=30)
         assert screen.assessment is not None
-        assert screen.assessment.verdict in (Verdict.LIVE, Verdict.STARTING), screen.assessment
+        running = (Verdict.LIVE, Verdict.STARTING, Verdict.WEDGED)
+        assert screen.assessment.verdict in running, screen.assessment
         await until(lambda: gone(dockerd, name), "docker to remove it", pilot=pilot, timeout=30)
         read = lines()
         await until(dead, "the verdict on the container gone", pilot=pilot, timeout=30)
@@ -496,7 +498,7 @@ async def test_a_rm_container_gone_keeps_its_last_lines_on_screen(
             for r in view.buffer
             if isinstance(r, EventRow) and r.event.kind is EventKind.VERDICT
         ]
-        assert any(v.startswith("LIVE → DEAD: ") for v in verdicts), verdicts
+        assert any(v.startswith(("LIVE → DEAD: ", "WEDGED → DEAD: ")) for v in verdicts), verdicts
         assert "it ran with --rm" in screen_text(app)
 
 
