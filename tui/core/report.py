@@ -24,12 +24,13 @@ from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING
 
+from tui.config import DEFAULT_WEDGED_AFTER
 from tui.core.assess_container import server_process
 from tui.core.canary import CanaryResult
 from tui.core.container_watch import ContainerWatch
 from tui.core.containers import DOCKER_JSON
 from tui.core.gpu import ServiceGpus, attribute, gpu_values, read_apps, read_gpus
-from tui.core.hints import DeathWatch, hints
+from tui.core.hints import hints
 from tui.core.launch.diff import LaunchDiff, launch_diff
 from tui.core.launch.reported import parse_reported
 from tui.core.lines import whole_lines
@@ -40,6 +41,8 @@ from tui.core.metrics.prometheus import PrometheusReaders
 from tui.core.metrics.series import SeriesStore
 from tui.core.runs import Assessment
 from tui.core.service_report import ProbeDetails, ServiceReport
+from tui.core.verdicts import Verdict
+from tui.core.wedge import ServingWatch, wedged_words
 from tui.engines import GENERIC, spec
 
 if TYPE_CHECKING:
@@ -73,6 +76,7 @@ class ServiceFacts:
         stale_after: float = DEFAULT_STALE_AFTER,
         prometheus: PrometheusReaders | None = None,
         log_metrics: bool = True,
+        wedged_after: float = DEFAULT_WEDGED_AFTER,
     ) -> None:
         self.host = host
         self.name = name
@@ -84,7 +88,8 @@ class ServiceFacts:
         #: the engine the launch diff reads flags as (None: as the command line says)
         self._flags_engine = None if spec(engine).name == GENERIC else engine
         self._scanner = LogScanner(engine)
-        self._deaths = DeathWatch(engine)
+        #: Whether this run serves: progress, pending work, fatal lines (WEDGED).
+        self._serving = ServingWatch(engine, wedged_after)
         self._store = SeriesStore()
         self._readers = prometheus if prometheus is not None else PrometheusReaders()
         #: Per file (dev, inode): the offset past the last line fed.
@@ -129,6 +134,7 @@ class ServiceFacts:
             stale_after=stale_after,
             prometheus=prometheus,
             log_metrics=service.metrics is MetricsSource.LOG,
+            wedged_after=service.wedged_after,
         )
 
     def _forget_read(self, assessment: Assessment) -> None:
@@ -181,7 +187,7 @@ class ServiceFacts:
         self._scanner.boundary.run = run
         self._placed = None
         self._place(assessment)
-        self._deaths.new_run()
+        self._serving.new_run()
         self._store.begin_run(self.name, run)
 
     # ------------------------------------------------------------------ canaries
@@ -238,17 +244,31 @@ class ServiceFacts:
         self._read_to.move_to_end(key)
         while len(self._read_to) > FILES_REMEMBERED:
             self._read_to.popitem(last=False)
-        self._deaths.feed(text, offset)
         kept = 0
         for found in self._scanner.feed_all(text, offset):
             if isinstance(found, RunEvent) and found.kind is RunEventKind.STARTED:
                 self._last_start = (key, found.offset)
-                self._deaths.new_run()
+                self._serving.new_run()
                 self._store.begin_run(self.name, found.run)
-            elif isinstance(found, MetricSample) and self.log_metrics:
+            elif isinstance(found, MetricSample):
                 sample = found if stamp is None else replace(found, ts=_wall(stamp, utc_offset))
-                kept += self._store.add_sample(self.name, sample, utc_offset=utc_offset)
+                self._serving.sample(sample, utc_offset)
+                if self.log_metrics:
+                    kept += self._store.add_sample(self.name, sample, utc_offset=utc_offset)
+        if self._serving.line(text, offset):
+            self._serving.date_fatal(self._line_time(text, stamp, utc_offset))
         return kept > 0
+
+    def _line_time(self, text: str, stamp: float | None, utc_offset: int) -> float | None:
+        """When the line says it was written (host epoch seconds), or None."""
+        if stamp is not None:
+            return stamp
+        printed = self._scanner.parser.line_time(text)
+        if printed is None:
+            return None
+        if printed.tzinfo is None:
+            printed = printed.replace(tzinfo=timezone(timedelta(seconds=utc_offset)))
+        return printed.timestamp()
 
     def feed_line(self, line: LogLine, *, utc_offset: int) -> bool:
         """A followed line (:meth:`feed` of its text, file and offset)."""
@@ -317,6 +337,7 @@ class ServiceFacts:
             )
             if sample is not None:
                 self._store.add_sample(self.name, sample, utc_offset=assessment.utc_offset)
+                self._serving.sample(sample, assessment.utc_offset)
                 self._sample = sample
         self._gpus = None
         if details.gpu_csv is not None:
@@ -346,13 +367,31 @@ class ServiceFacts:
             from tui.core.runs import unknown
 
             a = unknown(self.host, self.name, "not asked yet", now)
+        canary = self._canary_of(a)
+        wedged = self._serving.wedged(
+            a, now, canary_in_flight=self._canary_in_flight, canary=canary
+        )
+        if wedged is not None:
+            said = wedged_words(wedged, a.utc_offset, now)
+            a = replace(a, verdict=Verdict.WEDGED, wedged=wedged, summary=f"{said}; {a.summary}")
         metrics = self._store.snapshot(self.name, now=now, stale_after=self.stale_after)
-        death = self._deaths.line(running=a.writes_log)
+        death = self._serving.death_line(running=a.writes_log)
         notes = self._container.notes(a, now)
         found = tuple(
             hints(metrics, launch=self._launch, gpus=self._gpus, death=death, container=notes)
         )
-        return ServiceReport(a, metrics, self._launch, self._gpus, found, self._sample)
+        return ServiceReport(
+            a, metrics, self._launch, self._gpus, found, self._sample, canary=canary
+        )
+
+    def _canary_of(self, a: Assessment) -> CanaryResult | None:
+        """The last canary, when it was sent to the run ``a`` names."""
+        canary, run = self._canary, a.run
+        if canary is None or run is None:
+            return None
+        if (canary.run_pid, canary.run_start_ticks) != (run.root.pid, run.root.start_ticks):
+            return None
+        return canary
 
 
 def _run_identity(a: Assessment) -> tuple[object, ...] | None:
