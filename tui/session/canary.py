@@ -11,8 +11,8 @@ sent before it goes, and its result when it ends, whatever the end: the report
 shows it, and a canary in flight is pending work. One canary at a time per service.
 
 It never raises for a host that cannot be asked: that is an UNREACHABLE result
-with the reason, and an answer later than the canary's timeout plus
-:data:`ANSWER_MARGIN` is one too.
+with the reason, and so is an answer later than the canary's timeout plus
+:data:`ANSWER_MARGIN`.
 """
 
 from __future__ import annotations
@@ -26,17 +26,16 @@ from tui.core.launch.diff import LaunchDiff
 from tui.core.runs import Assessment, Process
 from tui.core.verdicts import Verdict
 from tui.errors import BabysitError
-from tui.remote.canary import ask_canary
-from tui.session.retry import failure_reason
+from tui.remote.canary import CHANNEL_MARGIN, ask_canary
 
 if TYPE_CHECKING:
     from tui.session.service import ServiceSession
 
 #: Verdicts whose run a canary may be sent to: ready (or on its way), and babysit's.
 ASKABLE = frozenset({Verdict.LIVE, Verdict.WEDGED, Verdict.STARTING})
-#: Seconds past the canary's own timeout babysit waits for the agent's answer
-#: (the connection, the agent's start, the answer's way back).
-ANSWER_MARGIN = 15.0
+#: Seconds past the agent's own deadline (the canary's timeout and the channel's margin)
+#: babysit waits for its answer before it gives up on the host.
+ANSWER_MARGIN = CHANNEL_MARGIN + 5.0
 
 #: Told the pid a canary is being sent to, right before it goes.
 Sent = Callable[[int], None]
@@ -83,7 +82,8 @@ async def run_canary(
 
     ``assessment``: the run to ask, as the latest answer saw it (None: ask the host
     now). ``sent``: told the pid right before the canary goes. Raises
-    :class:`CanaryBusy` when a canary of this service is on its way."""
+    :class:`CanaryBusy` when a canary of this service is on its way, and nothing else:
+    whatever goes wrong is the result's (a bug in babysit too, said as an ERROR)."""
     if session.canary_running:
         raise CanaryBusy(f"{session.label}: a canary is on its way already; wait for its answer")
     session.canary_running = True
@@ -94,7 +94,7 @@ async def run_canary(
             session.host.name,
             session.service.name,
             CanaryOutcome.ERROR,
-            error=failure_reason(error),
+            error=f"the canary crashed: {type(error).__name__}: {error}; this is a bug in babysit",
         )
         session.facts.canary_done(result)
         return result
