@@ -62,7 +62,7 @@ def model_dir(engine: str, launch: LaunchDiff | None) -> str | None:
         return None
     if launch.actual is not None:
         running: Mapping[str, object] = {
-            dest: flag.value for dest, flag in launch.actual.by_dest(launch.engine).items()
+            dest: flag.value() for dest, flag in launch.actual.by_dest(launch.engine).items()
         }
         found = model_folder(engine, running)
         if found is not None:
