@@ -18,10 +18,17 @@ with the reason, and so is an answer later than the canary's timeout plus
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from tui.core.canary import CanaryOutcome, CanaryResult, canary_request, model_folder, read_canary
+from tui.core.canary import (
+    CanaryOutcome,
+    CanaryResult,
+    canary_request,
+    model_folder,
+    read_canary,
+    running_values,
+)
 from tui.core.launch.diff import LaunchDiff
 from tui.core.runs import Assessment, Process
 from tui.core.verdicts import Verdict
@@ -57,19 +64,8 @@ def target(a: Assessment) -> Process | None:
 
 
 def model_dir(engine: str, launch: LaunchDiff | None) -> str | None:
-    """The model's folder the run names: in its argv first, then in its args line."""
-    if launch is None:
-        return None
-    if launch.actual is not None:
-        running: Mapping[str, object] = {
-            dest: flag.value() for dest, flag in launch.actual.by_dest(launch.engine).items()
-        }
-        found = model_folder(engine, running)
-        if found is not None:
-            return found
-    if launch.reported is not None:
-        return model_folder(engine, launch.reported.values)
-    return None
+    """The model's folder the run names (its argv first, then its args line)."""
+    return model_folder(engine, running_values(launch)) if launch is not None else None
 
 
 async def run_canary(
