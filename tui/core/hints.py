@@ -50,7 +50,6 @@ from tui.core.metrics.model import Metric, Unit
 from tui.core.metrics.series import SeriesPoint, ServiceMetrics
 from tui.core.sanitize import printable
 from tui.core.units import human_age
-from tui.engines import spec
 
 
 @dataclass(frozen=True)
@@ -69,28 +68,6 @@ class DeathLine:
     text: str
     offset: int | None
     running: bool
-
-
-class DeathWatch:
-    """The current run's first death line, over a log's lines in order. The report
-    (over the log's tail) and the host screen (over the lines it follows) both keep one,
-    so a death line is told the same way wherever it is read."""
-
-    def __init__(self, engine: str) -> None:
-        self._needles = spec(engine).deaths
-        self._first: tuple[str, int | None] | None = None
-
-    def feed(self, text: str, offset: int | None) -> None:
-        if self._first is None and any(needle in text for needle in self._needles):
-            self._first = (text, offset)
-
-    def new_run(self) -> None:
-        """A run began: what the earlier one printed is not its."""
-        self._first = None
-
-    def line(self, *, running: bool) -> DeathLine | None:
-        """The death line, if any; ``running``: a process of the run still writes the log."""
-        return DeathLine(*self._first, running=running) if self._first else None
 
 
 def hints(
