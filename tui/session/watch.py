@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from tui.config import Host, Service
 from tui.core.report import ProbeDetails, ServiceReport
 from tui.core.runs import Assessment, unknown
+from tui.session.canary import CanaryBusy, run_canary, target
 from tui.session.retry import failure_reason, retry_delay
 from tui.session.state import HostState, probe_failure
 
@@ -183,8 +184,6 @@ class HostWatch:
 
     def _send_canaries(self) -> None:
         """Start the canary of each watched service whose ``canary.every`` is due."""
-        from tui.session.canary import target
-
         if self.state.failure is not None:
             return  # the host does not answer: nothing to ask it
         now = self.clock()
@@ -203,8 +202,6 @@ class HostWatch:
 
     async def _canary(self, session: ServiceSession, assessment: Assessment) -> None:
         """One ``canary.every`` canary; the views are told when it ends."""
-        from tui.session.canary import CanaryBusy, run_canary
-
         with contextlib.suppress(CanaryBusy):  # one from the c key went first
             await run_canary(session, assessment=assessment)
         self._canaries.pop(session.service.name, None)
