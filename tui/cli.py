@@ -33,6 +33,10 @@ VERBS: dict[str, tuple[str, str]] = {
         "tui.commands.relaunch",
     ),
     "tail": ("print and follow a service's log, anchored to inode and offset", "tui.commands.tail"),
+    "canary": (
+        "send a service's run one small completion: time to first token, tokens/s, repetition",
+        "tui.commands.canary",
+    ),
     "parse": (
         "parse a saved server log offline (SGLang, vLLM, llama.cpp, TGI): metric lines and "
         "a summary per metric",

@@ -140,6 +140,11 @@ class BabysitApp(App[int]):
         if not isinstance(screen, HostScreen):
             return
         yield SystemCommand("Help", "The keys of this screen", screen.action_help)
+        yield SystemCommand(
+            "Send a canary",
+            "One small completion to the run: time to first token, tokens/s, repetition (c)",
+            screen.action_canary,
+        )
         for name in self.host.services:
             if name != self.service.name:
                 yield SystemCommand(

@@ -10,6 +10,7 @@ of a number).
 from __future__ import annotations
 
 import enum
+import math
 import re
 
 import yaml
@@ -170,6 +171,15 @@ class Reader:
             raise self.fail(node, key, f"must be more than {low:g} and at most {high:g}")
         return float(value)
 
+    def finite(self, node: yaml.Node, key: str) -> float:
+        """A finite number (a whole or decimal one; never ``.inf`` or ``.nan``)."""
+        value = self._construct(node, key)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.fail(node, key, f"must be a number, not {describe(node)}")
+        if not math.isfinite(value):
+            raise self.fail(node, key, f"must be a finite number, not {shown(node.value)}")
+        return float(value)
+
     def boolean(self, node: yaml.Node, key: str) -> bool:
         value = self._construct(node, key)
         if not isinstance(value, bool):
@@ -211,6 +221,12 @@ class Reader:
         except (ValueError, yaml.YAMLError):
             tag = node.tag.rsplit(":", 1)[-1]
             raise self.fail(node, key, f"{shown(node.value)} is not a valid {tag}") from None
+
+
+def value_node(entries: dict[str, tuple[yaml.Node, yaml.Node]], name: str) -> yaml.Node | None:
+    """The value node of ``name`` among a mapping's entries, or None when it is not given."""
+    entry = entries.get(name)
+    return entry[1] if entry is not None else None
 
 
 def describe(node: yaml.Node) -> str:

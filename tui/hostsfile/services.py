@@ -16,8 +16,9 @@ from tui.config import (
     Service,
 )
 from tui.engines import spec
+from tui.hostsfile.canary import parse_canary, parse_wedged_after
 from tui.hostsfile.match import too_broad
-from tui.hostsfile.reader import NAME_RE, Reader
+from tui.hostsfile.reader import NAME_RE, Reader, value_node
 from tui.yamlnodes import shown
 
 _SERVICE_KEYS = (
@@ -34,6 +35,8 @@ _SERVICE_KEYS = (
     "metrics",
     "container",
     "runtime",
+    "wedged_after",
+    "canary",
 )
 #: Items in launch.command; bytes of the command line and environment it runs with
 #: (one argument may hold at most MAX_ARG_STRLEN, 128 KiB, on Linux; all of them,
@@ -146,6 +149,8 @@ def parse_service(
         keep_logs=keep_logs,
         metrics=metrics,
         container=container,
+        wedged_after=parse_wedged_after(reader, key, value_node(entries, "wedged_after")),
+        canary=parse_canary(reader, key, value_node(entries, "canary")),
     )
 
 

@@ -30,6 +30,7 @@ from tui.session.state import HostState
 
 if TYPE_CHECKING:
     from tui.ops.hostops import HostOps
+    from tui.remote.transport import Transport
     from tui.session.watch import HostWatch
 
 #: Bytes of the log's end later probes read, for a session no follower feeds.
@@ -52,6 +53,10 @@ class ServiceSession:
         #: Kill, relaunch and the readiness wait on this service's host.
         self.ops = ops
         self.watch: HostWatch | None = None
+        #: The host's transport (a canary is asked through it; None: not asked here).
+        self.transport: Transport | None = None
+        #: Whether a canary of this service is on its way (one at a time).
+        self.canary_running = False
         #: Followers feeding this session's lines now.
         self.followers = 0
         #: Lines a follower read are held until the first answer (then fed after its tail).

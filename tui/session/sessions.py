@@ -129,6 +129,7 @@ class Sessions:
             facts = ServiceFacts.of(host.name, service)
             session = ServiceSession(host, service, facts, self.ops(host, service))
             self._sessions[key] = session
+            session.transport = self.transport(host)
             session.watch = self.watch(host)
         return self._sessions[key]
 

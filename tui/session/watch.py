@@ -10,6 +10,12 @@ old verdict standing as a live one.
 
 Views say what they watch (:meth:`HostWatch.want`): the loop asks only for those
 services, and waits while nobody watches any.
+
+A watched service with ``canary.every`` gets a canary (:mod:`tui.session.canary`)
+every that many seconds, sent by the loop after an answer that shows a run to ask:
+one at a time per service, none while the host does not answer, and the period kept
+after a canary that failed. Its result is the service's facts', and the views are
+told when it ends.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from typing import TYPE_CHECKING
 from tui.config import Host, Service
 from tui.core.report import ProbeDetails, ServiceReport
 from tui.core.runs import Assessment, unknown
+from tui.session.canary import CanaryBusy, run_canary, target
 from tui.session.retry import failure_reason, retry_delay
 from tui.session.state import HostState, probe_failure
 
@@ -69,6 +76,9 @@ class HostWatch:
         self._listeners: list[Listener] = []
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        #: Per service: its ``canary.every`` canary on its way, and when the next is due.
+        self._canaries: dict[str, asyncio.Task[None]] = {}
+        self._canary_due: dict[str, float] = {}
 
     # ------------------------------------------------------------------ who watches
 
@@ -114,10 +124,12 @@ class HostWatch:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        canaries, self._canaries = list(self._canaries.values()), {}
+        for each in (task, *canaries):
+            if each is not None:
+                each.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await each
 
     async def _run(self) -> None:
         while True:
@@ -129,6 +141,7 @@ class HostWatch:
                 await self.refresh(self.wanted)
             except Exception as error:  # a bug in the loop itself: said, and asked again
                 self._failed(failure_reason(error))
+            self._send_canaries()
             delay = self.interval
             if self.state.failure is not None and self.state.retry_at is not None:
                 delay = max(0.0, self.state.retry_at - self.clock())
@@ -168,6 +181,31 @@ class HostWatch:
             else:
                 self._failed(failure)
             return self.state
+
+    def _send_canaries(self) -> None:
+        """Start the canary of each watched service whose ``canary.every`` is due."""
+        if self.state.failure is not None:
+            return  # the host does not answer: nothing to ask it
+        now = self.clock()
+        for service in self.wanted:
+            every = service.canary.every
+            report = self.state.reports.get(service.name)
+            if every is None or report is None or now < self._canary_due.get(service.name, now):
+                continue
+            session = self.sessions[service.name]
+            if session.canary_running or target(report.assessment) is None:
+                continue
+            self._canary_due[service.name] = now + every
+            self._canaries[service.name] = asyncio.get_running_loop().create_task(
+                self._canary(session, report.assessment), name=f"canary {service.label}"
+            )
+
+    async def _canary(self, session: ServiceSession, assessment: Assessment) -> None:
+        """One ``canary.every`` canary; the views are told when it ends."""
+        with contextlib.suppress(CanaryBusy):  # one from the c key went first
+            await run_canary(session, assessment=assessment)
+        self._canaries.pop(session.service.name, None)
+        self._tell()
 
     def _observe(self, service: Service, a: Assessment, details: ProbeDetails) -> ServiceReport:
         session = self.sessions[service.name]

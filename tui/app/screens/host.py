@@ -10,7 +10,8 @@ Every way the follower can end (an error, or simply stopping) is handled in one
 place, :meth:`HostScreen.on_worker_state_changed`, and told on screen in plain
 words; nothing the follower does can crash the app. A failing probe is handled by
 the host's probe loop (:mod:`tui.session.watch`): the banner turns UNKNOWN with
-the reason. ``k``, ``r`` and ``R`` are in :mod:`tui.app.screens.host_actions`.
+the reason. ``k``, ``r`` and ``R`` are in :mod:`tui.app.screens.host_actions`, ``c``
+in :mod:`tui.app.screens.host_canary`.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from textual.worker import Worker, WorkerError, WorkerState
 
 from tui.app.screens.help import HelpScreen, keys_of
 from tui.app.screens.host_actions import HOST_ACTIONS, HostActions
+from tui.app.screens.host_canary import HostCanary
 from tui.app.widgets.action_progress import ActionProgress
 from tui.app.widgets.host_header import HostHeader
 from tui.app.widgets.launch_pane import LaunchPane
@@ -61,7 +63,7 @@ NARROW = 100
 METRICS_REDRAW = 1.0
 
 
-class HostScreen(HostActions, Screen[None]):
+class HostScreen(HostActions, HostCanary, Screen[None]):
     """One service on one host. Panes stack in ``#panes``; the log pane takes the rest."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -94,6 +96,15 @@ class HostScreen(HostActions, Screen[None]):
             "replace",
             id="host.replace",
             tooltip="replace: kill the run, then relaunch, after asking",
+        ),
+        Binding(
+            "c",
+            "canary",
+            "canary",
+            id="host.canary",
+            tooltip="canary: send the run one small completion and show what came back",
+            # In ? and the palette: the footer has no room left at 80 columns.
+            show=False,
         ),
         Binding("question_mark", "help", "help", key_display="?", id="host.help"),
         Binding(
