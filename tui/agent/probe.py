@@ -11,6 +11,7 @@ import sys
 import time
 
 from .candidates import LogFile, find_candidates, last_record, record_candidate
+from .clients import add_clients
 from .containerprobe import container_entry, writes_this_log
 from .gpu import gpu_readings
 from .logfacts import log_facts
@@ -142,6 +143,13 @@ def probe(args):
             entries.append(probe_service(view, service))
         except Exception as error:  # any failure is this service's answer
             entries.append({"name": service.get("name"), "error": reason_of(error), "runs": []})
+    # After every service's /health and /metrics: no connection of this agent is open.
+    # The clients are evidence for the runs: what fails there fails no service's answer.
+    clients_problem = None
+    try:
+        add_clients(view, serving_runs(services, entries))
+    except Exception as error:  # any failure is said in the answer
+        clients_problem = reason_of(error)
     wanting = [entries[i] for i, s in enumerate(services) if s.get("gpus") is not None]
     if wanting:
         readings = gpu_readings(view, entries, float(args.get("apps_max_age") or 0))
@@ -156,7 +164,19 @@ def probe(args):
         "hostname": os.uname()[1],
         "agent_pid": os.getpid(),
         "services": entries,
+        "clients_problem": clients_problem,
     }
+
+
+def serving_runs(services, entries):
+    """[(run, the service's port or None)] of every run that serves its service: it
+    writes the service's log (it has ``ready``), or it is the service's container."""
+    return [
+        (run, service.get("port") or None)
+        for i, service in enumerate(services)
+        for run in entries[i]["runs"]
+        if "ready" in run or "container" in entries[i]
+    ]
 
 
 def probe_once(args):

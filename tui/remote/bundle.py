@@ -47,6 +47,7 @@ MODES: dict[str, Mode] = {
         Mode(protocol.MODE_LAUNCH, "launch", "launch"),
         Mode(protocol.MODE_PREFLIGHT, "preflight", "preflight"),
         Mode(protocol.MODE_CONTAINER, "container_action", "container_action"),
+        Mode(protocol.MODE_CANARY, "canary", "canary"),
     )
 }
 

@@ -2,8 +2,11 @@
 
 ``babysit sim --engine sglang|vllm|tgi ... -- SERVER FLAGS`` runs one simulated
 server in the foreground (:mod:`tui.sim.cli`, :mod:`tui.sim.server`): its log on
-stdout/stderr line by line, HTTP on 127.0.0.1, N-1 child processes for
-``--tp N`` that die with it, scenarios for the failures babysit must recognise.
+stdout/stderr line by line, HTTP on 127.0.0.1 (streamed answers chunk by chunk as the
+load model makes the tokens, :mod:`tui.sim.stream`), N-1 child processes for
+``--tp N`` that die with it, scenarios for the failures babysit must recognise,
+among them an engine that stops while its process lives on (``wedged``,
+``nccl-timeout`` with torch's watchdog lines from :mod:`tui.sim.nccl`, ``engine-dead``).
 ``babysit sim nvidia-smi ...`` (and the ``tui/sim/nvidia-smi`` shim) answers
 nvidia-smi's CSV queries from what running sims registered
 (:mod:`tui.sim.nvidia_smi`, :mod:`tui.sim.gpus`).

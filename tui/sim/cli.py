@@ -5,7 +5,7 @@ Synopsis::
 
     babysit sim --engine sglang|vllm|llamacpp|tgi [--engine-version V] [--port P]
                 [--load-seconds S] [--scenario NAME] [--seed N] [--tp N] [--stats-interval S]
-                [--log-format F] [-- SERVER FLAGS...]
+                [--log-format F] [--wedge-after S] [-- SERVER FLAGS...]
     babysit sim nvidia-smi [--query-gpu=F,... | --query-compute-apps=F,... | -L] [--format=csv,...]
 
 Everything after ``--`` is kept verbatim in the process's argv (so
@@ -44,6 +44,13 @@ release default:
   (SGLang inside another program's logging setup).
 - SGLang ``stdlib``: ``%(asctime)s [%(levelname)s] %(name)s: ...`` (a stdlib dictConfig).
 
+Scenarios ``wedged``, ``nccl-timeout`` (SGLang and vLLM) and ``engine-dead`` (vLLM V1)
+strike ``--wedge-after`` seconds (default 20) after the ready line and leave the process
+alive: ``/health`` keeps answering 200, ``wedged`` and ``nccl-timeout`` accept requests
+that then hang (a started stream stops) and print no progress line any more;
+``nccl-timeout`` first prints torch's NCCL watchdog timeout lines, ``engine-dead`` the
+engine core's death, after which completions answer 500 at once.
+
 Lines written straight to the streams (uvicorn, tqdm, tracebacks) keep their shape in
 every format. TGI's own formats follow its environment and flags instead: ``--json-output``
 and ``LOG_COLORIZE=1`` (the router colours its lines unless it is set).
@@ -55,7 +62,7 @@ import argparse
 import importlib
 import sys
 
-from tui.sim.config import SCENARIOS, Scenario, SimConfig
+from tui.sim.config import DEFAULT_WEDGE_AFTER, SCENARIOS, Scenario, SimConfig
 from tui.sim.engine import EngineKind
 from tui.sim.errors import USAGE_EXIT, SimUsageError
 from tui.sim.flags import parse_flags
@@ -117,6 +124,14 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         metavar="S",
         help="vLLM stats line period (default $VLLM_LOG_STATS_INTERVAL or 10; 5 for V0)",
+    )
+    parser.add_argument(
+        "--wedge-after",
+        type=float,
+        default=DEFAULT_WEDGE_AFTER,
+        metavar="S",
+        help="seconds of serving after ready before the wedged, nccl-timeout or engine-dead "
+        f"scenario strikes (default {DEFAULT_WEDGE_AFTER:g})",
     )
     parser.add_argument(
         "--log-format",
@@ -183,6 +198,8 @@ def parse_config(argv: list[str]) -> SimConfig:
         parser.error("--port must be between 0 and 65535")
     if args.load_seconds < 0:
         parser.error("--load-seconds must not be negative")
+    if not 0 <= args.wedge_after < float("inf"):
+        parser.error("--wedge-after must be a finite, non-negative number of seconds")
     if args.stats_interval is not None and args.stats_interval <= 0:
         parser.error("--stats-interval must be positive")
     flag_host = flags.get("host")
@@ -198,6 +215,7 @@ def parse_config(argv: list[str]) -> SimConfig:
         stats_interval=args.stats_interval,
         flags=flags,
         log_format=args.log_format,
+        wedge_after=args.wedge_after,
     )
 
 

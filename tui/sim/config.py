@@ -17,9 +17,18 @@ SCENARIOS = (
     "ignore-sigterm",
     "slow-load",
     "repeat",
+    "wedged",
+    "nccl-timeout",
+    "engine-dead",
 )
 #: Scenarios that happen S seconds after the server is ready.
 TIMED = ("crash-after", "killed-after")
+#: Scenarios where the engine stops ``--wedge-after`` seconds after ready while the process
+#: lives on: ``wedged`` (silently), ``nccl-timeout`` (torch's NCCL watchdog says so),
+#: ``engine-dead`` (vLLM's engine core dies, the API server stays up).
+WEDGING = ("wedged", "nccl-timeout", "engine-dead")
+#: default of ``--wedge-after``: seconds of serving before a wedging scenario strikes
+DEFAULT_WEDGE_AFTER = 20.0
 
 
 @dataclass(frozen=True)
@@ -64,3 +73,5 @@ class SimConfig:
     flags: ServerFlags
     #: how log records are formatted (see ``--log-format``); "default" is the release default
     log_format: str = "default"
+    #: seconds of serving after ready before a wedging scenario (:data:`WEDGING`) strikes
+    wedge_after: float = DEFAULT_WEDGE_AFTER

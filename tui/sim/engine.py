@@ -21,8 +21,16 @@ from tui.sim.flags import ModelInfo
 from tui.sim.gpus import GpuSpec
 from tui.sim.load import Advance, LoadModel, LoadProfile, Request
 from tui.sim.out import Output
-from tui.sim.response import METHOD_NOT_ALLOWED, NOT_FOUND, Handler, Response, parse_json_body
-from tui.sim.text import generated
+from tui.sim.response import (
+    EVENT_STREAM,
+    METHOD_NOT_ALLOWED,
+    NOT_FOUND,
+    Handler,
+    Response,
+    parse_json_body,
+)
+from tui.sim.stream import OpenAIStream
+from tui.sim.text import generated, piece
 from tui.sim.version import Version
 
 
@@ -90,6 +98,8 @@ class Host(Protocol):
     def is_ready(self) -> bool: ...
     def finish(self, status: int | None, *, sigkill: bool = False) -> None: ...
     def child_pid(self, rank: int) -> int: ...
+    def engine_core_pid(self) -> int | None: ...
+    def end_engine_core(self, signum: int) -> None: ...
 
 
 class Engine:
@@ -108,6 +118,8 @@ class Engine:
         self.spec_on = spec_on
         self.started_wall = time.time()
         self._route_map: dict[str, dict[str, Handler]] | None = None
+        #: the engine stopped stepping (wedged, nccl-timeout) while the process lives on
+        self.wedged = False
 
     # -- lifecycle hooks ----------------------------------------------------------------
     def load_profile(self) -> LoadProfile:
@@ -141,6 +153,22 @@ class Engine:
 
     def bind_failed(self, error: OSError) -> None:
         """The port is taken: print what the engine would."""
+        raise NotImplementedError
+
+    # -- the engine stops while the process lives on ------------------------------------
+    def wedge(self) -> None:
+        """The engine stops stepping for good (wedged): nothing progresses and nothing says
+        so; /health keeps its answer and requests wait."""
+        self.wedged = True
+        self.host.load.freeze()
+
+    def nccl_timeout(self) -> None:
+        """A collective never completes: the engine wedges and torch's NCCL watchdog says so
+        (nccl-timeout; SGLang and vLLM)."""
+        raise NotImplementedError
+
+    def engine_dies(self) -> None:
+        """The engine core dies while the API server stays up (engine-dead; vLLM)."""
         raise NotImplementedError
 
     # -- HTTP ---------------------------------------------------------------------------
@@ -223,6 +251,17 @@ class Engine:
             return max(1, (len(prompt) + 3) // 4)
         return 1
 
+    def text_piece(self, rid: int) -> Callable[[int, int], str]:
+        """Tokens ``first`` to ``end`` of request ``rid``'s text (a stream's pieces)."""
+        return lambda first, end: piece(first, end, rid, repeat=self.repeat)
+
+    #: the content type of this server's streamed answers
+    stream_type = EVENT_STREAM
+
+    def stream_headers(self) -> tuple[tuple[str, str], ...]:
+        """Headers a streamed answer of this server carries besides the content type."""
+        return ()
+
     def generate(self, prompt_tokens: int, max_new: int, key: str | None) -> Request | None:
         """Run one request through the load model; None if the server went away meanwhile."""
         request = self.host.load.submit(prompt_tokens, max_new, key)
@@ -259,6 +298,18 @@ class Engine:
             default_max = 16
         raw_max = body.get("max_completion_tokens", body.get("max_tokens"))
         max_new = raw_max if isinstance(raw_max, int) and raw_max > 0 else default_max
+        if body.get("stream") is True:
+            streamed = self.host.load.submit(prompt_tokens, max_new, prompt_text, streamed=True)
+            options = body.get("stream_options")
+            answer = OpenAIStream(
+                ident=f"{'chatcmpl' if chat else 'cmpl'}-{streamed.rid:032x}",
+                created=int(time.time()),
+                model=model_id,
+                chat=chat,
+                include_usage=isinstance(options, dict) and options.get("include_usage") is True,
+            )
+            events = answer.events(self.host.load, streamed, self.text_piece(streamed.rid))
+            return Response.stream(events, self.stream_type, self.stream_headers())
         request = self.generate(prompt_tokens, max_new, prompt_text)
         if request is None:
             return Response.json(

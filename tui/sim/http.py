@@ -1,9 +1,10 @@
 """The HTTP side of a simulated server: stdlib ``http.server``, one thread per connection.
 
 Answers look like uvicorn's (``server: uvicorn``, HTTP/1.1 keep-alive, 5 s idle
-timeout); access lines are written by the engine in uvicorn's format, and only
-once the engine has "started" uvicorn, as a real server prints none while
-loading.
+timeout); a streamed answer goes out with ``transfer-encoding: chunked``, each chunk
+written the moment the route yields it. Access lines are written by the engine in
+uvicorn's format, and only once the engine has "started" uvicorn, as a real server
+prints none while loading.
 """
 
 from __future__ import annotations
@@ -74,11 +75,37 @@ class _Handler(BaseHTTPRequestHandler):
             client = f"{self.client_address[0]}:{self.client_address[1]}"
             engine.access(client, f"{method} {self.path} {self.request_version}", response.status)
         self.send_response(response.status)
-        self.send_header("content-type", response.content_type)
+        if response.content_type:
+            self.send_header("content-type", response.content_type)
+        for name, value in response.headers:
+            self.send_header(name, value)
+        if response.chunks is not None:
+            self._send_chunks(response, method)
+            return
         self.send_header("content-length", str(len(response.body)))
         self.end_headers()
         if method != "HEAD":
             self.wfile.write(response.body)
+
+    def _send_chunks(self, response: Response, method: str) -> None:
+        """The chunked body: one HTTP chunk per item as it comes, then the last chunk."""
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        if method == "HEAD" or response.chunks is None:
+            return
+        try:
+            for chunk in response.chunks:
+                if chunk:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    self.wfile.flush()
+        except OSError:
+            self.close_connection = True  # the client went away mid-stream
+            return
+        except Exception:  # a sim bug mid-stream: shown like uvicorn's, the connection dropped
+            self.server.site.report_error(traceback.format_exc())
+            self.close_connection = True
+            return
+        self.wfile.write(b"0\r\n\r\n")
 
     def do_GET(self) -> None:
         self._dispatch("GET")

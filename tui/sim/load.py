@@ -6,6 +6,12 @@ request and :meth:`wait` for it. Decode speed per request falls as the batch
 grows (``base_tps / (1 + (n-1)/knee)``), so throughput rises with concurrency
 and saturates. Speculative decoding multiplies the speed and emits about
 ``mean_len`` tokens per forward step.
+
+A streamed request (``submit(..., streamed=True)``) makes the main thread wake every
+:data:`STREAM_TICK` seconds while it runs, so its tokens reach the client as they are
+made rather than all at the end. :meth:`LoadModel.freeze` stops the engine for good (the
+wedged scenarios): nothing decodes, finishes or is admitted any more, requests that arrive
+are accepted and wait, and the counts keep the values they had.
 """
 
 from __future__ import annotations
@@ -18,6 +24,9 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+#: seconds between two wake-ups of the main thread while a streamed request runs
+STREAM_TICK = 0.05
 
 
 @dataclass(frozen=True)
@@ -121,6 +130,7 @@ class Request:
         "max_new",
         "prompt_tokens",
         "rid",
+        "streamed",
     )
 
     def __init__(self, rid: int, prompt_tokens: int, cached_tokens: int, max_new: int, now: float):
@@ -134,6 +144,7 @@ class Request:
         self.finished: float | None = None
         self.generated = 0.0
         self.aborted = False
+        self.streamed = False
 
     @property
     def completion_tokens(self) -> int:
@@ -212,10 +223,20 @@ class LoadModel:
         self._prefix_cache: OrderedDict[str, None] = OrderedDict()
         self._windows = {name: _Window(now, profile.startup_gap) for name in self.WINDOWS}
         self.totals = Totals()
+        #: (running, queued, used tokens, pending tokens) when the engine froze, else None
+        self._frozen: tuple[int, int, int, int] | None = None
 
     # -- called from HTTP threads -------------------------------------------------------
-    def submit(self, prompt_tokens: int, max_new: int, prompt_key: str | None = None) -> Request:
-        """Queue a request; ``prompt_key`` identifies the prompt for the prefix cache."""
+    def submit(
+        self,
+        prompt_tokens: int,
+        max_new: int,
+        prompt_key: str | None = None,
+        *,
+        streamed: bool = False,
+    ) -> Request:
+        """Queue a request; ``prompt_key`` identifies the prompt for the prefix cache;
+        ``streamed`` makes every step of it wake :meth:`wait_progress`."""
         now_cached = 0
         with self._lock:
             if prompt_key is not None:
@@ -233,6 +254,7 @@ class LoadModel:
             request = Request(
                 self._next_rid, max(1, prompt_tokens), now_cached, max_new, time.monotonic()
             )
+            request.streamed = streamed
             self._waiting.append(request)
         self._wake()
         return request
@@ -242,10 +264,38 @@ class LoadModel:
         with self._changed:
             return self._changed.wait_for(lambda: request.finished is not None, timeout)
 
+    def wait_progress(self, request: Request, seen: int, timeout: float) -> int:
+        """Block until ``request`` has more than ``seen`` tokens or ended (or ``timeout``);
+        returns its token count then."""
+        with self._changed:
+            self._changed.wait_for(
+                lambda: request.completion_tokens > seen or request.finished is not None, timeout
+            )
+            return request.completion_tokens
+
+    def freeze(self) -> None:
+        """The engine stops for good: see the module docstring."""
+        with self._lock:
+            if self._frozen is None:
+                self._frozen = (
+                    len(self._running),
+                    len(self._waiting),
+                    self._used_tokens(),
+                    sum(r.prompt_tokens - r.cached_tokens for r in self._waiting),
+                )
+
+    @property
+    def frozen(self) -> bool:
+        with self._lock:
+            return self._frozen is not None
+
     # -- called from the main thread -----------------------------------------------------
     def advance(self, now: float) -> Advance:
         """Decode up to ``now``, retire finished requests, admit queued ones (one prefill batch)."""
         with self._lock:
+            if self._frozen is not None:
+                self._last = now
+                return Advance((), (), False)
             self._decode(now)
             finished = [r for r in self._running if r.generated >= r.max_new - 1e-6]
             for request in finished:
@@ -263,7 +313,7 @@ class LoadModel:
                     self._running.append(request)
             self.totals.finished += len(finished)
             due = bool(self._running) and self._steps_since_log >= self.profile.decode_log_interval
-            if finished:
+            if finished or admitted or any(r.streamed for r in self._running):
                 self._changed.notify_all()
         return Advance(tuple(admitted), tuple(finished), due)
 
@@ -320,6 +370,8 @@ class LoadModel:
         """Seconds until something happens by itself (a finish or a decode log), or None."""
         profile = self.profile
         with self._lock:
+            if self._frozen is not None:
+                return None
             if self._can_admit():
                 return 0.0
             if not self._running:
@@ -328,7 +380,10 @@ class LoadModel:
             finish = min((r.max_new - r.generated) / rate for r in self._running)
             steps_left = max(profile.decode_log_interval - self._steps_since_log, 0.0)
             log = steps_left * profile.tokens_per_step / rate
-            return max(min(finish, log), 0.0)
+            soonest = min(finish, log)
+            if any(r.streamed for r in self._running):
+                soonest = min(soonest, STREAM_TICK)
+            return max(soonest, 0.0)
 
     def decode_logged(self) -> None:
         """The decode line for this interval was written."""
@@ -383,19 +438,21 @@ class LoadModel:
     @property
     def running(self) -> int:
         with self._lock:
-            return len(self._running)
+            return len(self._running) if self._frozen is None else self._frozen[0]
 
     @property
     def queued(self) -> int:
         with self._lock:
-            return len(self._waiting)
+            return len(self._waiting) if self._frozen is None else self._frozen[1]
 
     @property
     def used_tokens(self) -> int:
         with self._lock:
-            return self._used_tokens()
+            return self._used_tokens() if self._frozen is None else self._frozen[2]
 
     @property
     def pending_tokens(self) -> int:
         with self._lock:
+            if self._frozen is not None:
+                return self._frozen[3]
             return sum(r.prompt_tokens - r.cached_tokens for r in self._waiting)

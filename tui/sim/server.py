@@ -13,7 +13,10 @@ crash-after and killed-after end by SIGKILL of the whole tree (a shell reports 1
 its killed-at-load exits 1; vLLM's oom exits 1 and its crash-after and killed-after
 exit 0 once the API server's watchdog shut uvicorn down; llama-server's oom exits 1,
 its crash-after 134 (abort()) and its killed-after and killed-at-load end by SIGKILL;
-TGI's failures exit 1 (the launcher's ``Error: …``); 1 if the port is taken.
+TGI's failures exit 1 (the launcher's ``Error: …``); 1 if the port is taken. The wedging
+scenarios (``wedged``, ``nccl-timeout``, ``engine-dead``) strike ``--wedge-after`` seconds
+after ready and end nothing: the process serves on until signalled. For ``engine-dead``
+one more child stands for vLLM's engine core and exits when the engine dies.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from tui.sim import gpus as gpu_registry
-from tui.sim.config import SimConfig
+from tui.sim.config import WEDGING, SimConfig
 from tui.sim.engine import Engine, Host
 from tui.sim.errors import SimUsageError
 from tui.sim.gpus import GpuSpec, ProcUse, SimRecord
@@ -44,6 +47,10 @@ EngineFactory = Callable[[SimConfig, Host], Engine]
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 _REGISTRY_MIN_GAP = 0.5
+#: how long a child gets to exit once told to
+_CHILD_EXIT_SECONDS = 1.0
+#: process title of vLLM V1's engine core process
+_ENGINE_CORE_TITLE = "VLLM::EngineCore"
 #: uvicorn handles these two; anything else keeps its default action
 _HANDLED = (signal.SIGTERM, signal.SIGINT)
 
@@ -77,6 +84,8 @@ class SimServer:
         self._exit: tuple[int | None, bool] | None = None
         self._die_by: int | None = None
         self._children: list[subprocess.Popen[bytes]] = []
+        #: the engine core process of engine-dead (vLLM V1 runs its engine in one)
+        self._engine_core: subprocess.Popen[bytes] | None = None
         self._child_ticks: list[int | None] = []
         self._phase = "starting"
         self._memory_gib: list[float] = [0.0] * cfg.tp
@@ -119,6 +128,14 @@ class SimServer:
             engine = self.engine
             death = engine.child_killed if scenario.name == "killed-after" else engine.crash
             self.schedule(scenario.crash_after, death)
+        if scenario.name in WEDGING and self.engine is not None:
+            engine = self.engine
+            strike = {
+                "wedged": engine.wedge,
+                "nccl-timeout": engine.nccl_timeout,
+                "engine-dead": engine.engine_dies,
+            }[scenario.name]
+            self.schedule(self.cfg.wedge_after, strike)
 
     def is_ready(self) -> bool:
         with self._ready_lock:
@@ -131,6 +148,23 @@ class SimServer:
         if 0 < rank <= len(self._children):
             return self._children[rank - 1].pid
         return self.pid
+
+    def engine_core_pid(self) -> int | None:
+        """The pid of the engine core child (engine-dead only), while it runs."""
+        core = self._engine_core
+        return core.pid if core is not None and core.poll() is None else None
+
+    def end_engine_core(self, signum: int) -> None:
+        """The engine core child exits by ``signum`` (engine-dead); the rest lives on."""
+        core = self._engine_core
+        if core is None or core.poll() is not None:
+            return
+        core.send_signal(signum)
+        try:
+            core.wait(timeout=_CHILD_EXIT_SECONDS)
+        except subprocess.TimeoutExpired:
+            core.kill()
+            core.wait()
 
     def wake(self) -> None:
         """Make the main loop look again (safe from any thread)."""
@@ -253,21 +287,29 @@ class SimServer:
                 "sglang": f"sglang::scheduler_TP{rank}",
                 "tgi": "text-generation-server",
             }.get(engine_name, f"VLLM::Worker_TP{rank}")
-            argv = [sys.executable, "-m", "tui.sim.worker", title, "--parent", str(self.pid)]
-            if self.cfg.scenario.name == "ignore-sigterm":
-                argv.append("--ignore-term")
-            child = subprocess.Popen(argv, stdin=subprocess.PIPE, env=env, close_fds=True)
+            child = self._spawn(title, env)
             self._children.append(child)
             self._child_ticks.append(gpu_registry.proc_start_ticks(child.pid))
+        if self.cfg.scenario.name == "engine-dead":
+            self._engine_core = self._spawn(_ENGINE_CORE_TITLE, env)
+
+    def _spawn(self, title: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
+        argv = [sys.executable, "-m", "tui.sim.worker", title, "--parent", str(self.pid)]
+        if self.cfg.scenario.name == "ignore-sigterm":
+            argv.append("--ignore-term")
+        return subprocess.Popen(argv, stdin=subprocess.PIPE, env=env, close_fds=True)
 
     def _end_children(self, *, kill: bool) -> None:
-        for child in self._children:
+        children = list(self._children)
+        if self._engine_core is not None:
+            children.append(self._engine_core)
+        for child in children:
             if child.stdin is not None:
                 child.stdin.close()
             if child.poll() is None:
                 child.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
-        deadline = time.monotonic() + 1.0
-        for child in self._children:
+        deadline = time.monotonic() + _CHILD_EXIT_SECONDS
+        for child in children:
             try:
                 child.wait(timeout=max(deadline - time.monotonic(), 0.01))
             except subprocess.TimeoutExpired:

@@ -16,7 +16,12 @@ _LOOP = ["I", "will", "repeat", "the", "answer."]
 
 def generated(tokens: int, rid: int, *, repeat: bool) -> str:
     """About ``tokens`` tokens of text for request ``rid`` (looping when ``repeat``)."""
+    return piece(0, tokens, rid, repeat=repeat)
+
+
+def piece(first: int, end: int, rid: int, *, repeat: bool) -> str:
+    """Tokens ``first`` to ``end`` (excluded) of request ``rid``'s text, each a space and
+    a word, so the pieces of a stream joined are :func:`generated`."""
     words = _LOOP if repeat else _WORDS
     start = 0 if repeat else (rid * 7) % len(words)
-    picked = [words[(start + i) % len(words)] for i in range(max(tokens, 0))]
-    return " " + " ".join(picked) if picked else ""
+    return "".join(" " + words[(start + i) % len(words)] for i in range(max(first, 0), end))

@@ -22,7 +22,8 @@ started (``M.SS.mmm.uuu``), in 2025 and 2026 builds. ``/health`` answers 503 ``L
 model`` until the ready line, then 200 ``{"status":"ok"}``; ``/metrics`` needs
 ``--metrics`` (else 501); ``/slots`` needs ``--slots`` in 2024 builds and is on unless
 ``--no-slots`` later. A draft model (``-md``) turns on speculative decoding (not in 2024
-builds, which have none).
+builds, which have none). ``wedged``: the server loop stops (no slot line any more),
+``/health`` keeps answering 200 and requests wait.
 """
 
 from __future__ import annotations
@@ -44,6 +45,10 @@ def _unsupported(v: Version, scenario: str) -> str | None:
     """Scenarios whose lines are known only for some builds."""
     if scenario == "spec-off" and shape(v) != "2026":
         return "the 'speculative decoding not supported' warning is known for 2026 builds"
+    if scenario == "nccl-timeout":
+        return "llama-server splits layers over GPUs without NCCL collectives"
+    if scenario == "engine-dead":
+        return "llama-server is one process: its engine cannot die under a living server"
     return None
 
 

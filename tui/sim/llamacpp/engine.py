@@ -145,4 +145,6 @@ class LlamaCpp(Startup, Serving, Failures, Metrics, Routes):
         with self._lock:
             self.busy_slot_steps += load.running * (decodes - self._decodes_seen)
             self._decodes_seen = decodes
+        if self.wedged:
+            return  # the server loop is stuck in llama_decode: no line any more
         super().on_advance(advance, now)

@@ -3,7 +3,8 @@ list, ``/completion`` and the OpenAI routes.
 
 Answers are nlohmann ``ordered_json`` dumps: compact, keys in the order the server inserts
 them. Errors are ``{"error":{"code":N,"message":"...","type":"..."}}``; while the model
-loads every route answers 503 ``Loading model``.
+loads every route answers 503 ``Loading model``. A streamed OpenAI answer is
+``text/event-stream`` with cpp-httplib's ``Keep-Alive`` header.
 """
 
 from __future__ import annotations
@@ -44,10 +45,19 @@ def ok(payload: object) -> Response:
 
 
 LOADING = error(503, "Loading model")
+#: cpp-httplib's keep-alive limits (``CPPHTTPLIB_KEEPALIVE_TIMEOUT_SECOND``, ``..._MAX_COUNT``)
+KEEP_ALIVE = "timeout=5, max=5"
 
 
 class Routes(LlamaLines):
     """Path -> method -> handler for this build."""
+
+    #: ``set_chunked_content_provider("text/event-stream", ...)``: no charset
+    stream_type = "text/event-stream"
+
+    def stream_headers(self) -> tuple[tuple[str, str], ...]:
+        """cpp-httplib's ``Keep-Alive`` header on a kept-alive connection."""
+        return (("Keep-Alive", KEEP_ALIVE),)
 
     def handle(self, method: str, path: str, body: bytes) -> Response:
         """Every route answers 503 ``Loading model`` until the model is loaded."""

@@ -16,6 +16,11 @@ generation and so logs a Prefill line).
 Environment honoured like the real server: ``SGLANG_LOG_MS`` (≥0.5.6),
 ``SGLANG_LOG_FORWARD_ITERS`` (≥0.5.4.post1), ``SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION``
 (≥0.5.6). ``/metrics`` answers 404 unless ``--enable-metrics`` is given, as in SGLang.
+
+Wedged (``wedged``, ``nccl-timeout``): no Prefill or Decode line any more, the gauges
+keep their last values, ``/health`` answers 200 without a generation, requests wait;
+``nccl-timeout`` first prints torch's watchdog lines from every scheduler rank
+(:mod:`tui.sim.sglang.stalls`).
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ def _unsupported(v: Version, scenario: str) -> str | None:
         return "the 'scheduler is dead' lines start with 0.4.6"
     if scenario == "killed-after" and v < V("0.5.20"):
         return "the watchdog's 'crashed with exit code' line starts with 0.5.20"
+    if scenario == "engine-dead":
+        return "an engine core process that dies under a living API server is vLLM's"
     return None
 
 

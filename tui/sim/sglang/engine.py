@@ -17,6 +17,7 @@ from tui.sim.sglang.metrics import ITL_BUCKETS, TTFT_BUCKETS, Metrics
 from tui.sim.sglang.releases import DEFAULT_MODEL
 from tui.sim.sglang.routes import Routes
 from tui.sim.sglang.server_args import FIELDS
+from tui.sim.sglang.stalls import Stalls
 from tui.sim.sglang.startup import Startup
 from tui.sim.version import V
 
@@ -25,7 +26,7 @@ def _env_flag(name: str) -> bool:
     return os.environ.get(name, "").lower() in ("1", "true")
 
 
-class SGLang(Startup, Batches, Failures, Metrics, Routes):
+class SGLang(Startup, Batches, Failures, Stalls, Metrics, Routes):
     """SGLang lines, routes and metrics for one release (see :mod:`tui.sim.sglang`)."""
 
     name = "sglang"

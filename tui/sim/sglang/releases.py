@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tui.sim.version import V
+from tui.sim.version import V, Version
 
 MIN_VERSION = V("0.4.0")
 MAX_VERSION = V("0.5.21")
@@ -26,3 +26,17 @@ ALIASES = {
     "--speculative-draft": "speculative_draft_model_path",
     "--tokenizer": "tokenizer_path",
 }
+
+#: the torch release each SGLang release ships with (first SGLang release, torch)
+TORCH = (
+    (V("0.5.6"), V("2.9.1")),
+    (V("0.5.0"), V("2.8.0")),
+    (V("0.4.7"), V("2.7.1")),
+    (V("0.4.2"), V("2.5.1")),
+    (V("0.4.0"), V("2.4.0")),
+)
+
+
+def torch_release(v: Version) -> Version:
+    """The torch release SGLang ``v`` installs."""
+    return next((torch for since, torch in TORCH if v >= since), TORCH[-1][1])

@@ -58,7 +58,9 @@ class Routes(SglangLines):
     def _health(self, _body: bytes = b"") -> Response:
         if not self.host.is_ready():
             return Response(503)
-        if not self.health_generates or self.host.load.running > 0:
+        if not self.health_generates or self.wedged or self.host.load.running > 0:
+            # wedged: the probe answers 200 without a generation, the API side that stays
+            # healthy while the scheduler is stuck
             return Response(200)
         request = self.generate(1, 1, None)
         return Response(200) if request is not None else Response(503)

@@ -3,20 +3,36 @@
 The router listens only once it is ``Connected``; the simulated socket is
 bound from the start, so before that every route answers 503 as ``/health``
 does for an unhealthy server. Each generation ends with the ``Success`` line in
-the handler's span (``generate``, ``chat_completions``, ``completions``).
+the handler's span (``generate``, ``generate_stream``, ``chat_completions``,
+``completions``).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 from tui.sim.load import Request
 from tui.sim.response import Handler, Response
+from tui.sim.stream import event, feed
 from tui.sim.tgi.lines import Field, Span, TgiLines
 from tui.sim.tgi.releases import V3
 from tui.sim.tgi.rust import NANOS_PER_SECOND, Some, duration_debug, struct_debug
 from tui.sim.version import Version
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One generation request as the router validated it."""
+
+    inputs: str
+    params: dict[str, object]
+    prompt_tokens: int
+    max_new: int
+    span: Span
+
 
 UNHEALTHY = Response.json(503, {"error": "unhealthy", "error_type": "healthcheck"})
 TEXT_PLAIN = "text/plain; charset=utf-8"
@@ -104,6 +120,7 @@ class Routes(TgiLines):
             "/metrics": {"GET": lambda _: Response(200, self.metrics_text().encode(), TEXT_PLAIN)},
             "/v1/models": {"GET": lambda _: Response.json(200, self._models())},
             "/generate": post(lambda payload: self._generate(payload, compat=False)),
+            "/generate_stream": post(self._generate_stream),
             "/": post(lambda payload: self._generate(payload, compat=True)),
             "/v1/chat/completions": post(lambda p: self._openai("/v1/chat/completions", p)),
             "/v1/completions": post(lambda p: self._openai("/v1/completions", p)),
@@ -131,7 +148,8 @@ class Routes(TgiLines):
         model = {"id": self.model_id, "object": "model", "created": 0, "owned_by": self.model_id}
         return {"object": "list", "data": [model]}
 
-    def _generate(self, payload: dict[str, object], *, compat: bool) -> Response:
+    def _read(self, payload: dict[str, object], span: str) -> _Call | Response:
+        """A generation request's inputs and parameters, or the 422 TGI answers."""
         inputs = payload.get("inputs")
         if not isinstance(inputs, str):
             self.record_failure("validation")
@@ -147,16 +165,22 @@ class Routes(TgiLines):
         )
         max_new = raw_max if isinstance(raw_max, int) and raw_max > 0 else default_max
         parameters = Field.debug("parameters", parameters_debug(params, max_new))
-        self._call.span = Span("generate", (parameters,))
-        self._call.params = params
-        request = self.generate(prompt_tokens, max_new, inputs)
+        return _Call(inputs, params, prompt_tokens, max_new, Span(span, (parameters,)))
+
+    def _generate(self, payload: dict[str, object], *, compat: bool) -> Response:
+        call = self._read(payload, "generate")
+        if isinstance(call, Response):
+            return call
+        self._call.span = call.span
+        self._call.params = call.params
+        request = self.generate(call.prompt_tokens, call.max_new, call.inputs)
         if request is None:
             return Response.json(
                 424, {"error": "Request failed during generation", "error_type": "generation"}
             )
         text = self.text(request.completion_tokens, request.rid)
         answer: dict[str, object] = {"generated_text": text}
-        if params.get("details"):
+        if call.params.get("details"):
             answer["details"] = {
                 "finish_reason": "length",
                 "generated_tokens": request.completion_tokens,
@@ -165,6 +189,48 @@ class Routes(TgiLines):
                 "tokens": [],
             }
         return Response.json(200, [answer] if compat else answer)
+
+    def _generate_stream(self, payload: dict[str, object]) -> Response:
+        """``/generate_stream``: one ``data:{...}`` event per token as it is made (axum's
+        SSE, no space after the colon), the last with ``generated_text`` and ``details``."""
+        call = self._read(payload, "generate_stream")
+        if isinstance(call, Response):
+            return call
+        self.record_request(call.max_new, call.prompt_tokens)
+        request = self.host.load.submit(
+            call.prompt_tokens, call.max_new, call.inputs, streamed=True
+        )
+        return Response.stream(self._stream_events(call, request), "text/event-stream")
+
+    def _stream_events(self, call: _Call, request: Request) -> Iterator[bytes]:
+        rng = self.host.rng
+        text = self.text_piece(request.rid)
+        pieces: list[str] = []
+        last: dict[str, object] | None = None
+        for first, end in feed(self.host.load, request):
+            for index in range(first, end):
+                if last is not None:
+                    yield event(last, b"data:")
+                piece = text(index, index + 1)
+                pieces.append(piece)
+                token = {
+                    "id": 1000 + zlib.crc32(piece.encode()) % 150000,
+                    "text": piece,
+                    "logprob": round(-rng.expovariate(4.0), 4),
+                    "special": False,
+                }
+                last = {"index": index + 1, "token": token, "generated_text": None, "details": None}
+        if request.aborted or self.shard_dead or last is None:
+            self.record_failure("generation")
+            return
+        last["generated_text"] = "".join(pieces)
+        last["details"] = {
+            "finish_reason": "length",
+            "generated_tokens": request.completion_tokens,
+            "seed": None,
+        }
+        self._success(call.span, request, call.params)
+        yield event(last, b"data:")
 
     def _openai(self, path: str, payload: dict[str, object]) -> Response:
         name = "chat_completions" if path.endswith("/chat/completions") else "completions"

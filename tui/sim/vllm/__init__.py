@@ -10,6 +10,10 @@ again). Multi-line messages repeat the prefix after ``\\r\\n`` like vLLM's
 complete.`` (``Uvicorn running on`` only up to 0.7.0). Stats lines come every
 ``VLLM_LOG_STATS_INTERVAL`` seconds (5 s in V0) and only while the engine is
 not idle; a SpecDecoding line follows each one when drafts were made.
+
+Wedged (``wedged``, ``nccl-timeout``): one last stats line with 0.0 throughputs and the
+last Running/Waiting counts, then nothing at info level; ``engine-dead`` (V1): the
+engine core dies and the API server answers on (:mod:`tui.sim.vllm.stalls`).
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ def _unsupported(v: Version, scenario: str) -> str | None:
     """Scenarios whose lines are known only for some releases."""
     if scenario == "killed-at-load":
         return "its lines are simulated for sglang only"
+    if scenario == "engine-dead" and v < V("0.8.0"):
+        return "the engine core process that dies under a living API server is V1's (0.8 on)"
     if scenario == "killed-after" and not (V("0.11.0") <= v < V("0.16.0") or v >= V("0.33.0")):
         return "its lines are known for 0.11 to 0.15 ('Engine core proc') and 0.33 ('Worker proc')"
     return None

@@ -12,15 +12,15 @@ from tui.sim.flags import ServerFlags, model_info
 from tui.sim.histogram import Histogram
 from tui.sim.load import LoadProfile, SpecModel
 from tui.sim.version import V
-from tui.sim.vllm.failures import Failures
 from tui.sim.vllm.metrics import E2E_BUCKETS, ITL_BUCKETS, TTFT_BUCKETS, Metrics
 from tui.sim.vllm.releases import DEFAULT_MODEL, SITES, family
 from tui.sim.vllm.routes import Routes
+from tui.sim.vllm.stalls import Stalls
 from tui.sim.vllm.startup import Startup
 from tui.sim.vllm.stats import Stats
 
 
-class VLLM(Startup, Stats, Failures, Metrics, Routes):
+class VLLM(Startup, Stats, Stalls, Metrics, Routes):
     """vLLM lines, routes and metrics for one release (see :mod:`tui.sim.vllm`)."""
 
     name = "vllm"

@@ -152,6 +152,12 @@ class Failures(VllmLines):
         """The engine dies mid-serving; the watchdog (every 5 s) then shuts uvicorn down; exit 0."""
         self.engine_dead = True
         self.host.set_phase("crashed")
+        self.crash_lines()
+        self._serving_ended()
+
+    def crash_lines(self) -> None:
+        """What a CUDA fault in the engine prints (V1: the engine core's fatal error and the
+        API server's failed output handler)."""
         torch_error = "torch.AcceleratorError" if self.v >= V("0.11.0") else "RuntimeError"
         error = (
             f"{torch_error}: CUDA error: an illegal memory access was encountered\n"
@@ -207,7 +213,6 @@ class Failures(VllmLines):
                 "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an "
                 "issue. See stack trace (above) for the root cause."
             )
-        self._serving_ended()
 
     def _output_handler_failed(self, error: str) -> None:
         """The API server's output handler fails once the engine core is gone (0.11 on)."""
@@ -243,6 +248,11 @@ class Failures(VllmLines):
         the process above it says so; then as after a crash, exit 0."""
         self.engine_dead = True
         self.host.set_phase("crashed")
+        self.child_killed_lines()
+        self._serving_ended()
+
+    def child_killed_lines(self) -> None:
+        """What the process above a killed engine core (0.11-0.15) or worker (0.33) prints."""
         if self.v >= V("0.33.0"):
             self.log(
                 "worker_died",
@@ -259,7 +269,6 @@ class Failures(VllmLines):
                 "Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.",
                 level="ERROR",
             )
-        self._serving_ended()
 
     def _watchdog_exit(self) -> None:
         self.uvicorn("Shutting down")

@@ -161,3 +161,19 @@ def family(v: Version) -> str:
     if v < V("0.31.0"):
         return "v20"
     return "v31"
+
+
+#: the torch release each vLLM release pins (first vLLM release, torch)
+TORCH = (
+    (V("0.11.1"), V("2.9.0")),
+    (V("0.10.2"), V("2.8.0")),
+    (V("0.9.0"), V("2.7.0")),
+    (V("0.8.0"), V("2.6.0")),
+    (V("0.6.4"), V("2.5.1")),
+    (V("0.6.0"), V("2.4.0")),
+)
+
+
+def torch_release(v: Version) -> Version:
+    """The torch release vLLM ``v`` installs."""
+    return next((torch for since, torch in TORCH if v >= since), TORCH[-1][1])

@@ -7,17 +7,20 @@ import time
 from tui.sim.response import PROMETHEUS_TEXT, Handler, Response
 from tui.sim.version import V
 from tui.sim.vllm.lines import VllmLines
+from tui.sim.vllm.stalls import ENGINE_DEAD
 
 
 class Routes(VllmLines):
     """Path -> method -> handler for this release."""
+
+    api_stays_up: bool
 
     def serving(self) -> bool:
         return self.host.is_ready() and not self.engine_dead
 
     def routes(self) -> dict[str, dict[str, Handler]]:
         def alive(_body: bytes) -> Response:
-            return Response(200) if self.serving() else Response(503)
+            return Response(200) if self.serving() or self.api_stays_up else Response(503)
 
         def load(_body: bytes) -> Response:
             load = self.host.load
@@ -41,12 +44,17 @@ class Routes(VllmLines):
                 "GET": lambda _: Response(200, self.metrics_text().encode(), PROMETHEUS_TEXT)
             },
         }
+
+        def complete(body: bytes, path: str) -> Response:
+            if self.api_stays_up:
+                return ENGINE_DEAD
+            answer = self.json_post(
+                body, lambda payload: self.openai(path, payload, self.served), refused
+            )
+            return ENGINE_DEAD if self.api_stays_up else answer
+
         for path in ("/v1/completions", "/v1/chat/completions"):
-            table[path] = {
-                "POST": lambda body, path=path: self.json_post(
-                    body, lambda payload: self.openai(path, payload, self.served), refused
-                )
-            }
+            table[path] = {"POST": lambda body, path=path: complete(body, path)}
         if self.v >= V("0.7.0"):
             table["/ping"] = {"GET": alive, "POST": alive}
         if self.v >= V("0.8.5"):
