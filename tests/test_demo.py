@@ -124,7 +124,7 @@ def test_keep_shows_every_verdict_and_stop_leaves_nothing(demo_env: dict[str, st
         seen.update(status(config, demo_env))
         return seen == EXPECTED
 
-    wait_for(settled, 15, f"the verdicts {EXPECTED} (last seen {seen})", step=0.3)
+    wait_for(settled, 40, f"the verdicts {EXPECTED} (last seen {seen})", step=0.3)
     lines = [line.strip() for line in config.read_text().splitlines()]
     engines = {line.split()[-1] for line in lines if line.startswith("engine: ")}
     assert engines == {"sglang", "vllm", "llamacpp", "tgi"}

@@ -1,6 +1,6 @@
 """``babysit demo``: a small local fleet of simulated servers that shows every trap.
 
-Seven ``babysit sim`` processes of four engines run on this machine, each with its log in a
+Eight ``babysit sim`` processes of four engines run on this machine, each with its log in a
 temporary folder, described by a hosts.yaml there (one ``local: true`` host,
 :data:`~tui.demo.fleet.HOST`):
 
@@ -11,6 +11,7 @@ temporary folder, described by a hosts.yaml there (one ``local: true`` host,
 ``gpu4-oom``     ran out of memory while loading (DEAD); its ``launch:`` brings it up
 ``llama-gguf``   llama.cpp's llama-server, healthy (LIVE)
 ``hf-llama``     HF TGI, healthy (LIVE)
+``gpu7-wedged``  serves, then hangs: ``/health`` answers, its requests never finish (WEDGED)
 
 A load generator (:mod:`tui.demo.load`, its own process) keeps requests flowing
 to the servers that serve. Every process the demo starts is written down with

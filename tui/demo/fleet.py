@@ -2,7 +2,7 @@
 
 A fleet lives in one folder made by :func:`tempfile.mkdtemp` (``babysit-demo-*``)::
 
-    hosts.yaml      the seven services, with launch:, match: and port
+    hosts.yaml      the eight services, with launch:, match: and port
     fleet.json      every process the demo started: pid, start ticks, boot id
     logs/           one log per service, appended to as ``cmd >> log 2>&1`` would
     sim-state/      the simulated GPUs' registry ($BABYSIT_SIM_STATE)
@@ -79,6 +79,7 @@ class Member:
             "--load-seconds", f"{story.load_seconds:g}",
             "--scenario", scenario,
             "--seed", str(story.seed),
+            *story.sim_flags,
             "--",
             model, story.model,
             "--port", str(self.port),
@@ -167,6 +168,11 @@ class Fleet:
                 f"        port: {m.port}",
                 f"        gpus: [{story.gpu}]",
                 *([f"        metrics: {story.metrics}"] if story.metrics else []),
+                *(
+                    [f"        wedged_after: {story.wedged_after:g}"]
+                    if story.wedged_after is not None
+                    else []
+                ),
                 f"        match: {q(m.match)}",
                 "        stop_grace: 5",
                 "        launch:",

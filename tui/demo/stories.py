@@ -1,4 +1,4 @@
-"""The demo's seven services, of four engines: what each one runs, and the trap it shows.
+"""The demo's eight services, of four engines: what each one runs, and the trap it shows.
 
 Each :class:`Story` says how its first run is started and what the demo then
 does to it (:class:`Fate`), what its ``launch:`` in hosts.yaml starts, and the
@@ -75,6 +75,10 @@ class Story:
     #: Where babysit reads the server's figures besides its log (``prometheus``: its
     #: ``/metrics``, TGI's only source of them), or None.
     metrics: str | None = None
+    #: What the simulator is told besides its scenario (``--wedge-after 4``).
+    sim_flags: tuple[str, ...] = ()
+    #: The service's ``wedged_after`` in hosts.yaml (None: babysit's default).
+    wedged_after: float | None = None
 
 
 STORIES: tuple[Story, ...] = (
@@ -171,5 +175,19 @@ STORIES: tuple[Story, ...] = (
         model_flag="--model-id",
         streams=2,
         metrics="prometheus",
+    ),
+    Story(
+        name="gpu7-wedged",
+        engine=Engine.VLLM.value,
+        gpu=7,
+        seed=8,
+        load_seconds=0.6,
+        fate=Fate.SERVE,
+        expected=Verdict.WEDGED,
+        comment="serves, then hangs: /health answers, its requests never finish: WEDGED",
+        scenario="wedged",
+        sim_flags=("--wedge-after", "4"),
+        wedged_after=8.0,
+        streams=2,
     ),
 )
