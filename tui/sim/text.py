@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 #: what an ordinary answer says, word after word, from a place that depends on the request
 _ANSWER = (
     "the model answers each request with a steady stream of tokens while the scheduler "
@@ -21,7 +23,13 @@ def generated(tokens: int, rid: int, *, repeat: bool) -> str:
 
 def piece(first: int, end: int, rid: int, *, repeat: bool) -> str:
     """Tokens ``first`` to ``end`` (excluded) of request ``rid``'s text, each a space and
-    a word, so the pieces of a stream joined are :func:`generated`."""
-    words = _LOOP if repeat else _WORDS
-    start = 0 if repeat else (rid * 7) % len(words)
-    return "".join(" " + words[(start + i) % len(words)] for i in range(max(first, 0), end))
+    a word, so the pieces of a stream joined are :func:`generated`. An ordinary answer's
+    words are drawn anew for each position (seeded by the request and the position), so it
+    does not loop however long it runs; the repeat scenario's phrase does."""
+    if repeat:
+        return "".join(" " + _LOOP[i % len(_LOOP)] for i in range(max(first, 0), end))
+    return "".join(" " + _word(rid, i) for i in range(max(first, 0), end))
+
+
+def _word(rid: int, position: int) -> str:
+    return random.Random(rid * 1_000_003 + position).choice(_WORDS)
