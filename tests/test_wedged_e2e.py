@@ -80,8 +80,7 @@ class Watched:
     def __init__(self, config: Path) -> None:
         host = load_config(str(config)).hosts["gpu"]
         self.sessions = Sessions(interval=INTERVAL)
-        self.session = self.sessions.session(host, host.services["svc"])
-        watch = self.sessions.watch(host)
+        watch = self.sessions.watch(host)  # with a session of each of the host's services
         self.answers = Answers(watch, "svc")
         watch.want(self.answers, ["svc"])
         watch.start()
@@ -113,7 +112,10 @@ async def wedged_then_never_live(sim: Sim, engine: str, config: Path, after: flo
     due = past(sim, engine, answers, after)
     verdicts = [a.verdict for a in due]
     last = last_progress(engine, sim.text())
-    told = [(round(a.at - last, 1), a.verdict.word, a.report.assessment.summary) for a in due]
+    told = [
+        (round(a.at - last, 1), a.verdict.word, a.report.assessment.summary if a.report else "")
+        for a in due
+    ]
     assert Verdict.WEDGED in verdicts[: REFRESHES + 1], told
     first = verdicts.index(Verdict.WEDGED)
     assert Verdict.LIVE not in verdicts[first:], verdicts
