@@ -15,10 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tui.core.hints import DeathWatch, HintRule, death_line
+from tui.core.hints import HintRule, death_line
 from tui.core.lines import whole_lines
 from tui.core.metrics.model import Metric, MetricSample
 from tui.core.metrics.parse import MetricsParser
+from tui.core.wedge import ServingWatch
 from tui.engines import SPECS
 from tui.ops.relaunch import failure_lines, telling_lines
 
@@ -625,10 +626,10 @@ def test_a_written_log_with_a_death_line_is_told_and_fails_a_launch(
     as failed (it is among the failure lines, and tells the reason)."""
     log = tmp_path / "serve.log"
     log.write_text(f"{SGLANG_LINE if engine == 'sglang' else VLLM_LINE}\n{line}\nafter\n")
-    watch = DeathWatch(engine)
+    watch = ServingWatch(engine, wedged_after=120.0)
     for text, offset in whole_lines(log.read_bytes(), 0):
-        watch.feed(text, offset)
-    death = watch.line(running=False)
+        watch.line(text, offset)
+    death = watch.death_line(running=False)
     assert death is not None and death.text == line
     hint = death_line(death)
     assert hint is not None and hint.rule is HintRule.DEATH_LINE and line in hint.evidence[0]

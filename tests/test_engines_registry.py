@@ -12,6 +12,7 @@ the search, and every engine whose log babysit reads has its simulator package.
 from __future__ import annotations
 
 import ast
+import json
 import math
 import pkgutil
 from datetime import datetime
@@ -24,7 +25,7 @@ from hypothesis import strategies as st
 import tui
 import tui.engines
 from tui.engines import GENERIC, SPECS, Engine, of_program, readable, spec
-from tui.engines.spec import EngineSpec
+from tui.engines.spec import CanaryEvent, EngineSpec
 
 pytestmark = pytest.mark.unit
 
@@ -67,6 +68,7 @@ def declared(engine: EngineSpec) -> set[str]:
         *engine.ready,
         *engine.run_starts,
         *engine.deaths,
+        *engine.hangs,
         *engine.startup_failures,
         *engine.telling,
         *(h.text for h in engine.args_heads),
@@ -82,6 +84,7 @@ def own_texts(engine: EngineSpec) -> set[str]:
     texts = {
         *engine.ready,
         *engine.deaths,
+        *engine.hangs,
         *(h.text for h in engine.args_heads),
         *page.gauges,
         *page.rates,
@@ -203,3 +206,99 @@ def test_no_reader_raises_on_any_text(name: str, lines: list[str]) -> None:
                 assert sample.engine == name
                 assert all(math.isfinite(v) for v in sample.values.values())
             reader.line_time(line)
+
+
+def canaries() -> list[str]:
+    return sorted(name for name, s in SPECS.items() if s.canary is not None)
+
+
+def test_every_engine_babysit_reads_can_be_sent_a_canary() -> None:
+    assert set(canaries()) == KNOWN - {GENERIC}
+    assert SPECS[GENERIC].canary is None
+    for name in canaries():
+        api = SPECS[name].canary
+        assert api is not None and api.path.startswith("/")
+        body = api.body("The capital of France is", 8)
+        json.dumps(body)
+        place: object = body
+        for key in api.sampling_at:
+            assert isinstance(place, dict)
+            place = place[key]
+        assert isinstance(place, dict), f"{name}'s sampling goes into an object"
+        assert not set(api.sampling_keys) & set(place), "the body holds no sampling key"
+
+
+@pytest.mark.parametrize("name", sorted(KNOWN - {GENERIC}))
+def test_the_serving_fields_are_declared(name: str) -> None:
+    engine = SPECS[name]
+    assert engine.model_keys, f"{name} names where its model is"
+    assert engine.draft_tokens is not None
+    assert engine.draft_tokens({}) is None, "no values, no draft tokens"
+    assert isinstance(engine.prints_progress, bool)
+    assert isinstance(engine.counts_when_idle, bool)
+    assert all(len(line) >= MIN_LENGTH for line in engine.hangs)
+
+
+#: Each engine's running values that say how many tokens one draft proposes.
+DRAFTS = {
+    "sglang": ({"speculative_algorithm": "EAGLE3", "speculative_num_steps": 3}, 3),
+    "vllm": ({"speculative_config": {"method": "eagle3", "num_speculative_tokens": 4}}, 4),
+    "llamacpp": ({"model_draft": "d.gguf", "draft_max": "16"}, 16),
+    "tgi": ({"speculate": 2}, 2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DRAFTS))
+def test_draft_tokens_come_from_the_running_values(name: str) -> None:
+    values, expected = DRAFTS[name]
+    assert SPECS[name].draft_tokens(values) == expected  # type: ignore[misc]
+
+
+def test_draft_tokens_read_every_spelling_of_a_value() -> None:
+    sglang, vllm = SPECS["sglang"].draft_tokens, SPECS["vllm"].draft_tokens
+    assert sglang is not None and vllm is not None
+    # server_args lists the steps with speculative decoding off too
+    assert sglang({"speculative_algorithm": None, "speculative_num_steps": 5}) is None
+    assert sglang({"speculative_algorithm": "NGRAM", "speculative_num_draft_tokens": 4}) == 3
+    assert vllm({"speculative_config": '{"num_speculative_tokens": 5}'}) == 5
+    assert vllm({"speculative_config": "{'model': 'd', 'num_speculative_tokens': 2}"}) == 2
+    assert vllm({"num_speculative_tokens": 3}) == 3
+    assert vllm({"speculative_config": "SpeculativeConfig(method=eagle)"}) is None
+
+
+EVENTS = st.one_of(
+    st.text(max_size=200),
+    st.builds(
+        json.dumps,
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+            lambda inner: st.lists(inner, max_size=3)
+            | st.dictionaries(
+                st.sampled_from(
+                    ["choices", "text", "finish_reason", "usage", "completion_tokens", "error",
+                     "message", "object", "token", "special", "details", "generated_tokens",
+                     "error_type"]
+                ),
+                inner,
+                max_size=5,
+            ),
+            max_leaves=16,
+        ),
+    ),
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("name", canaries())
+@settings(max_examples=300, deadline=None)
+@given(payload=EVENTS)
+def test_no_canary_reader_raises_on_any_text(name: str, payload: str) -> None:
+    api = SPECS[name].canary
+    assert api is not None
+    for event in (api.read_event(payload), api.read_answer(payload)):
+        if event is None:
+            continue
+        assert isinstance(event, CanaryEvent)
+        assert isinstance(event.text, str)
+        assert event.finish_reason is None or isinstance(event.finish_reason, str)
+        assert event.error is None or isinstance(event.error, str)
+        assert event.tokens is None or (isinstance(event.tokens, int) and event.tokens >= 0)

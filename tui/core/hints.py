@@ -18,7 +18,10 @@ Rules:
   generation throughput fell to 70% of its peak or less.
 * ``possible-repetition`` — accept rate at or above 0.95 on very long outputs
   (4,096 tokens or more per request) at a temperature above 0 (or unknown):
-  check the sampling parameters.
+  check the sampling parameters. Left out when ``sampling-loop`` fires.
+* ``sampling-loop`` and ``accept-collapse`` — a canary's output loops while drafts are
+  accepted nearly always; the accept rate fell after it was healthy
+  (:mod:`tui.core.hints_accept`).
 * ``death-line`` — the run (or, when no process writes the log, the log's last run)
   printed a line that says part of the server died (the engine's death lines in
   :attr:`tui.engines.spec.EngineSpec.deaths`): a child was killed, the engine core is
@@ -32,45 +35,21 @@ Rules:
 
 from __future__ import annotations
 
-import enum
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tui.core.canary import CanaryResult
 from tui.core.container_watch import ContainerNotes
 from tui.core.gpu import ServiceGpus
+from tui.core.hint import Hint, HintRule, Thresholds, run_words, where_words
+from tui.core.hints_accept import accept_collapse, sampling_loop
 from tui.core.hostclock import HostWords
 from tui.core.launch.diff import FlagStatus, LaunchDiff, reported_speculative, spec_keys
 from tui.core.metrics.model import Metric, Unit
 from tui.core.metrics.series import SeriesPoint, ServiceMetrics
 from tui.core.sanitize import printable
 from tui.core.units import human_age
-from tui.engines import spec
-
-
-class HintRule(enum.Enum):
-    SPEC_NO_ACCEPT = "spec-no-accept-metrics"
-    LOW_GPU_POWER = "low-gpu-power"
-    STALL = "stall"
-    POSSIBLE_REPETITION = "possible-repetition"
-    DEATH_LINE = "death-line"
-    CRASH_LOOP = "crash-loop"
-    AUTO_REMOVE = "auto-remove"
-
-
-@dataclass(frozen=True)
-class Hint:
-    """One fired rule: what may be wrong (``message``) and the facts behind it (``evidence``).
-
-    Invariant: ``evidence`` is never empty.
-    """
-
-    rule: HintRule
-    message: str
-    evidence: tuple[str, ...]
-
-    def to_json(self) -> dict[str, object]:
-        return {"rule": self.rule.value, "message": self.message, "evidence": list(self.evidence)}
 
 
 @dataclass(frozen=True)
@@ -91,44 +70,6 @@ class DeathLine:
     running: bool
 
 
-class DeathWatch:
-    """The current run's first death line, over a log's lines in order. The report
-    (over the log's tail) and the host screen (over the lines it follows) both keep one,
-    so a death line is told the same way wherever it is read."""
-
-    def __init__(self, engine: str) -> None:
-        self._needles = spec(engine).deaths
-        self._first: tuple[str, int | None] | None = None
-
-    def feed(self, text: str, offset: int | None) -> None:
-        if self._first is None and any(needle in text for needle in self._needles):
-            self._first = (text, offset)
-
-    def new_run(self) -> None:
-        """A run began: what the earlier one printed is not its."""
-        self._first = None
-
-    def line(self, *, running: bool) -> DeathLine | None:
-        """The death line, if any; ``running``: a process of the run still writes the log."""
-        return DeathLine(*self._first, running=running) if self._first else None
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    """The numbers the rules use; the defaults are the documented ones."""
-
-    #: decode values a run needs before "no accept metrics" means anything
-    spec_min_points: int = 2
-    low_power_fraction: float = 0.6
-    stall_window: float = 120.0
-    stall_min_points: int = 3
-    stall_queue_growth: float = 2.0
-    stall_throughput_drop: float = 0.7
-    repetition_accept_rate: float = 0.95
-    repetition_min_points: int = 3
-    long_output_tokens: float = 4096.0
-
-
 def hints(
     metrics: ServiceMetrics,
     *,
@@ -138,9 +79,13 @@ def hints(
     thresholds: Thresholds | None = None,
     death: DeathLine | None = None,
     container: ContainerNotes | None = None,
+    canary: CanaryResult | None = None,
 ) -> list[Hint]:
-    """Every rule that fires, in rule order."""
+    """Every rule that fires, in rule order. ``canary``: this run's last canary. When
+    ``sampling-loop`` fires, ``possible-repetition`` (the same advice on weaker evidence:
+    long outputs, not an output seen looping) is left out."""
     limits = thresholds or Thresholds()
+    loop = sampling_loop(metrics, launch, canary, limits)
     found = [
         crash_loop(container),
         auto_remove(container),
@@ -148,22 +93,11 @@ def hints(
         spec_without_accept(metrics, launch, limits),
         low_gpu_power(metrics, gpus, limits),
         stall(metrics, limits),
-        possible_repetition(metrics, requests, limits),
+        loop,
+        possible_repetition(metrics, requests, limits) if loop is None else None,
+        accept_collapse(metrics, launch, limits),
     ]
     return [hint for hint in found if hint is not None]
-
-
-def _run(metrics: ServiceMetrics) -> str:
-    return "this log" if metrics.run in (None, 0) else f"run {metrics.run}"
-
-
-def _where(points: Sequence[SeriesPoint]) -> str:
-    offsets = [p.offset for p in points if p.offset is not None]
-    if not offsets:
-        return ""
-    if len(offsets) == 1 or offsets[0] == offsets[-1]:
-        return f" (log byte {offsets[0]})"
-    return f" (log bytes {offsets[0]} to {offsets[-1]})"
 
 
 def death_line(death: DeathLine | None) -> Hint | None:
@@ -300,7 +234,7 @@ def spec_without_accept(
         said = reported or "none"
         evidence.append(f"the server reports speculative decoding: {said}")
     evidence.append(
-        f"{_run(metrics)}: {len(decoding)} throughput values{_where(decoding)}, "
+        f"{run_words(metrics)}: {len(decoding)} throughput values{where_words(decoding)}, "
         "none with accept length or rate"
     )
     return Hint(
@@ -333,7 +267,7 @@ def low_gpu_power(
         for g in low
     ]
     evidence.append(
-        f"{running.value:.0f} requests running ({running.age:.0f} s ago, {_run(metrics)})"
+        f"{running.value:.0f} requests running ({running.age:.0f} s ago, {run_words(metrics)})"
     )
     throughput = metrics.latest_of(Metric.GEN_THROUGHPUT)
     if throughput is not None:
@@ -375,9 +309,9 @@ def stall(metrics: ServiceMetrics, limits: Thresholds) -> Hint | None:
         "requests queue up while throughput falls: the server may be stalling "
         "(look at the log around these lines)",
         (
-            f"queue {first_q:.0f} → {last_q:.0f} requests over {span:.0f} s{_where(queue)}",
+            f"queue {first_q:.0f} → {last_q:.0f} requests over {span:.0f} s{where_words(queue)}",
             f"gen throughput {tokens.format(peak)} at its peak → {tokens.format(last_t)} "
-            f"now{_where(tput[-1:])}",
+            f"now{where_words(tput[-1:])}",
         ),
     )
 
@@ -386,7 +320,8 @@ def possible_repetition(
     metrics: ServiceMetrics, requests: RequestStats | None, limits: Thresholds
 ) -> Hint | None:
     """Accept rate at or above the limit on very long outputs at a temperature above 0."""
-    rates = metrics.series_of(Metric.ACCEPT_RATE)[-max(limits.repetition_min_points, 5) :]
+    count = max(limits.repetition_min_points, limits.repetition_recent_points)
+    rates = metrics.series_of(Metric.ACCEPT_RATE)[-count:]
     if len(rates) < limits.repetition_min_points:
         return None
     rate = statistics.median(p.value for p in rates)
@@ -405,7 +340,7 @@ def possible_repetition(
         "not speculative decoding",
         (
             f"accept rate {rate:.2f} (median of the last {len(rates)} values, "
-            f"{_run(metrics)}){_where(rates)}",
+            f"{run_words(metrics)}){where_words(rates)}",
             length_evidence,
             f"temperature {temperature:g}"
             if temperature is not None

@@ -378,10 +378,24 @@ class ServiceFacts:
         death = self._serving.death_line(running=a.writes_log)
         notes = self._container.notes(a, now)
         found = tuple(
-            hints(metrics, launch=self._launch, gpus=self._gpus, death=death, container=notes)
+            hints(
+                metrics,
+                launch=self._launch,
+                gpus=self._gpus,
+                death=death,
+                container=notes,
+                canary=canary,
+            )
         )
         return ServiceReport(
-            a, metrics, self._launch, self._gpus, found, self._sample, canary=canary
+            a,
+            metrics,
+            self._launch,
+            self._gpus,
+            found,
+            self._sample,
+            canary=canary,
+            progress=self._serving.progress,
         )
 
     def _canary_of(self, a: Assessment) -> CanaryResult | None:

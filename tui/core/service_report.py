@@ -19,6 +19,7 @@ from tui.core.metrics.model import MetricSample
 from tui.core.metrics.series import ServiceMetrics
 from tui.core.runs import Assessment
 from tui.core.secrets import redact_argv
+from tui.core.serving import Progress
 from tui.core.verdicts import Verdict
 
 #: The version of ``babysit status --json``'s envelope.
@@ -51,6 +52,8 @@ class ServiceReport:
     prometheus_sample: MetricSample | None = None
     #: This run's last canary result (``babysit canary``, the ``c`` key, ``canary.every``).
     canary: CanaryResult | None = None
+    #: This run's last progress (generation or prefill moved), or None before any.
+    progress: Progress | None = None
 
     @property
     def verdict(self) -> Verdict:
@@ -58,7 +61,11 @@ class ServiceReport:
 
     def to_json(self) -> dict[str, object]:
         """This service's entry in ``babysit status --json``."""
-        return {**assessment_json(self.assessment), **self.facts_json()}
+        offset = self.assessment.utc_offset
+        progress = None
+        if self.progress is not None:
+            progress = self.progress.to_json(lambda ts: _iso(ts, offset))
+        return {**assessment_json(self.assessment), **self.facts_json(), "progress": progress}
 
     def facts_json(self) -> dict[str, object]:
         return {

@@ -54,6 +54,24 @@ class Wedged:
 
 
 @dataclass(frozen=True)
+class Progress:
+    """This run's last progress: when (host epoch seconds) and where (the log line's
+    offset; None: a ``/metrics`` counter that grew).
+
+    JSON (a service's ``progress`` in ``status --json``)::
+
+        {"at": "2026-12-01T12:03:10+01:00", "offset": 48213, "source": "log"}
+    """
+
+    at: float
+    offset: int | None
+
+    def to_json(self, iso: Callable[[float], str | None]) -> dict[str, object]:
+        source = "log" if self.offset is not None else "/metrics"
+        return {"at": iso(self.at), "offset": self.offset, "source": source}
+
+
+@dataclass(frozen=True)
 class Client:
     """One client's TCP connection to the server's port, as the server's socket sees it.
 

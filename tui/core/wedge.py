@@ -37,7 +37,7 @@ from tui.core.hostclock import HostWords
 from tui.core.metrics.model import Metric, MetricSample
 from tui.core.runs import Assessment
 from tui.core.sanitize import printable
-from tui.core.serving import Client, Clients, WedgeCause, Wedged
+from tui.core.serving import Client, Clients, Progress, WedgeCause, Wedged
 from tui.core.units import human_age
 from tui.core.verdicts import Verdict
 from tui.engines import spec
@@ -52,14 +52,6 @@ LINE_CHARS = 200
 PROGRESS = (Metric.GEN_THROUGHPUT, Metric.PREFILL_THROUGHPUT)
 #: Scrape samples carry this source for their counts (one page, every rank summed).
 _PAGE = "/metrics"
-
-
-@dataclass(frozen=True)
-class _Point:
-    """Where and when a fact was read: host epoch seconds, and the log offset (None: a scrape)."""
-
-    at: float
-    offset: int | None
 
 
 @dataclass(frozen=True)
@@ -96,7 +88,7 @@ class ServingWatch:
 
     def new_run(self) -> None:
         """A run began: nothing of the earlier one holds."""
-        self._progress: _Point | None = None
+        self._progress: Progress | None = None
         #: the latest log counts of each rank (its sample's ``source``)
         self._log_counts: dict[str, _Counts] = {}
         self._page_pending_since: float | None = None
@@ -142,7 +134,7 @@ class ServingWatch:
         scraped = sample.offset is None
         moved = any(values.get(metric, 0.0) > 0 for metric in PROGRESS)
         if moved and (self._progress is None or at >= self._progress.at):
-            self._progress = _Point(at, sample.offset)
+            self._progress = Progress(at, sample.offset)
         if scraped and any(metric in values for metric in PROGRESS):
             self._scraped_progress = True
         if Metric.RUNNING not in values and Metric.QUEUED not in values:
@@ -162,6 +154,11 @@ class ServingWatch:
     @property
     def fatal(self) -> FatalLine | None:
         return self._fatal
+
+    @property
+    def progress(self) -> Progress | None:
+        """This run's last progress, or None before any."""
+        return self._progress
 
     # ------------------------------------------------------------------ deciding
 

@@ -1,8 +1,10 @@
 """What babysit knows of one inference engine, as one value: :class:`EngineSpec`.
 
-Each engine is one module of this package (``sglang.py``, ``vllm.py``,
-``llamacpp.py``, ``tgi.py``, ``generic.py``) that defines ``SPEC``; the registry
-(:mod:`tui.engines`) finds them. Nothing outside an engine's module names one of
+Each engine is one module or package of this package (``sglang/``, ``vllm/``,
+``llamacpp/``, ``tgi/``, ``generic.py``) that defines ``SPEC``; the registry
+(:mod:`tui.engines`) finds them. What several engines share is in the modules whose
+names start with ``_`` (``_torch``: PyTorch's own lines; ``_openai``: the OpenAI
+completions API). Nothing outside an engine's module names one of
 its lines, flags or metrics: the probe request, the run boundaries, the metric
 parser, the launch diff, the readiness wait, the relaunch and the demo all read
 the spec.

@@ -11,9 +11,14 @@ named ``sglang:*``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from tui.core.metrics.model import Metric
 from tui.engines._json_lines import STAMP as JSON_STAMP
 from tui.engines._literals import read_reported
+from tui.engines._openai import CANARY
+from tui.engines._torch import NCCL_HANGS
+from tui.engines._values import is_set, whole
 from tui.engines.sglang.lines import NAME, Reader
 from tui.engines.spec import ArgsHead, EngineSpec, Phase, Prometheus, Stamp, StampKind
 
@@ -26,6 +31,20 @@ def series_label(source: str) -> str:
         if tag.startswith("DP"):
             return tag
     return ""
+
+
+def draft_tokens(values: Mapping[str, object]) -> int | None:
+    """The draft depth of one verify step: ``speculative_num_steps`` (an accept length
+    is at most steps + 1, the bonus token included), else ``speculative_num_draft_tokens``
+    less the bonus token (a chain's draft tokens are steps + 1); None without a
+    speculative algorithm (``server_args`` lists the steps even when it is off)."""
+    if not is_set(values.get("speculative_algorithm")):
+        return None
+    steps = whole(values.get("speculative_num_steps"))
+    if steps is not None and steps > 0:
+        return steps
+    drafts = whole(values.get("speculative_num_draft_tokens"))
+    return drafts - 1 if drafts is not None and drafts > 1 else None
 
 
 SPEC = EngineSpec(
@@ -48,6 +67,21 @@ SPEC = EngineSpec(
         # 0.4.6's SIGCHLD handler
         "Child process unexpectedly failed with an exit code",
     ),
+    hangs=(
+        # the scheduler's watchdog, once a forward pass takes longer than
+        # --watchdog-timeout: "Watchdog timeout (self.watchdog_timeout=300)" (0.4.6);
+        # "Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)" (0.5.2x)
+        "Watchdog timeout (",
+        " watchdog timeout (self.watchdog_timeout=",
+        *NCCL_HANGS,
+    ),
+    # "Decode batch" lines while requests decode
+    prints_progress=True,
+    # the last decode line keeps "#running-req: 1" after the last request ends
+    counts_when_idle=False,
+    model_keys=("model_path",),
+    draft_tokens=draft_tokens,
+    canary=CANARY,
     startup_failures=(
         "Traceback (most recent call last)",
         "RuntimeError",

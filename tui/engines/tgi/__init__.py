@@ -22,10 +22,22 @@ figure: those are the router's ``tgi_*`` Prometheus metrics.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from tui.core.metrics.model import Metric
+from tui.engines._torch import NCCL_HANGS
+from tui.engines._values import whole
 from tui.engines.spec import ArgsHead, EngineSpec, Phase, Prometheus, Stamp, StampKind
 from tui.engines.tgi.args import JSON_FORM, LINE_FORM, TEXT_FORM, read_reported
+from tui.engines.tgi.canary import CANARY
 from tui.engines.tgi.lines import JSON_STAMP, TEXT_STAMP, reader
+
+
+def draft_tokens(values: Mapping[str, object]) -> int | None:
+    """``--speculate N``: the tokens each step speculates (Medusa heads, n-gram)."""
+    found = whole(values.get("speculate"))
+    return found if found is not None and found > 0 else None
+
 
 SPEC = EngineSpec(
     # the router logs no throughput, queue or batch figures: they are on /metrics alone
@@ -45,6 +57,16 @@ SPEC = EngineSpec(
         # ... and, when a signal ended it, which one
         "Shard process was signaled to shutdown with signal",
     ),
+    # the shards are torch processes: NCCL's watchdog speaks in their lines
+    hangs=NCCL_HANGS,
+    # no log line while requests run: progress is the tgi_* counters on /metrics
+    prints_progress=False,
+    # the running and queued figures are /metrics gauges (tgi_batch_current_size,
+    # tgi_queue_size), which fall to 0 when the work ends
+    counts_when_idle=True,
+    model_keys=("model_id",),
+    draft_tokens=draft_tokens,
+    canary=CANARY,
     startup_failures=(
         # Shard N failed to start (the launcher, after the shard's process exited)
         " failed to start",

@@ -12,9 +12,14 @@ startup complete.``; ``/metrics`` named ``vllm:*``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from tui.core.metrics.model import Metric
 from tui.engines._json_lines import STAMP as JSON_STAMP
 from tui.engines._literals import read_reported
+from tui.engines._openai import CANARY
+from tui.engines._torch import NCCL_HANGS
+from tui.engines._values import mapping, whole
 from tui.engines.spec import ArgsHead, EngineSpec, Phase, Prometheus, Stamp, StampKind
 from tui.engines.vllm.lines import LEVEL, NAME, TAG, Reader
 
@@ -29,6 +34,18 @@ def series_label(source: str) -> str:
         number = source[7:]
         return "" if number.strip("0") == "" else f"engine {int(number)}"
     return ""
+
+
+def draft_tokens(values: Mapping[str, object]) -> int | None:
+    """``speculative_config``'s ``num_speculative_tokens`` (a dict, or its JSON text on a
+    command line), else V0's ``num_speculative_tokens`` flag; None when neither says."""
+    config = mapping(values.get("speculative_config"))
+    if config is not None:
+        found = whole(config.get("num_speculative_tokens"))
+        if found is not None and found > 0:
+            return found
+    found = whole(values.get("num_speculative_tokens"))
+    return found if found is not None and found > 0 else None
 
 
 SPEC = EngineSpec(
@@ -48,6 +65,24 @@ SPEC = EngineSpec(
         " died unexpectedly",
         "MQLLMEngine is already dead",  # V0
     ),
+    hangs=(
+        # the API process, once the engine core is gone and it fails every request:
+        # "EngineCore encountered an issue. See stack trace (above) for the root cause."
+        # and the EngineDeadError that ends each request's traceback
+        "EngineCore encountered an issue",
+        "EngineDeadError",
+        # the API process's output loop, ended by the dead engine
+        "AsyncLLM output_handler failed",
+        *NCCL_HANGS,
+    ),
+    # the stats line every interval while requests run
+    prints_progress=True,
+    # the stats line says "Running: 0 reqs, Waiting: 0 reqs" once the work ends
+    counts_when_idle=True,
+    # "vllm serve MODEL" gives its positional as --model; 0.9's args line names it model_tag
+    model_keys=("model", "model_tag"),
+    draft_tokens=draft_tokens,
+    canary=CANARY,
     startup_failures=(
         "Traceback (most recent call last)",
         "RuntimeError",
