@@ -6,7 +6,7 @@ runs each benchmark, prints one table — the work, babysit's figure, each peer'
 the ratio babysit ÷ peer and the target — and writes it with every raw figure
 and the machine it ran on to ``bench/results/<date>-<host>.json``.
 
-    bench/run [--quick] [--only follow,big-log,tui,parse,fleet,demo,sim,agent,traps]
+    bench/run [--quick] [--only follow,big-log,tui,parse,fleet,demo,sim,agent,traps,serving]
               [--no-install] [--out DIR]
 
 A full run takes about 9 minutes on a 2-core machine; ``--quick`` about 5
@@ -33,9 +33,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import peers as peers_mod
 from suite_local import big_log, follow_over_ssh, parse, tui_follow
 from suite_scripts import agent_payload, demo, fleet, sim, traps
+from suite_serving import serving
 from suite_table import BENCH, ROOT, Row, progress, render
 
-SECTIONS = ("follow", "big-log", "tui", "parse", "fleet", "demo", "sim", "agent", "traps")
+SECTIONS = (
+    "follow",
+    "big-log",
+    "tui",
+    "parse",
+    "fleet",
+    "demo",
+    "sim",
+    "agent",
+    "traps",
+    "serving",
+)
 
 
 # --------------------------------------------------------------------------- main
@@ -91,6 +103,7 @@ def main() -> int:
         ("sim", lambda: sim(args.quick, raw)),
         ("agent", lambda: agent_payload(raw)),
         ("traps", lambda: traps(found, raw)),
+        ("serving", lambda: serving(args.quick, raw)),
     )
     for name, step in steps:
         if name not in only:
