@@ -177,7 +177,10 @@ def keep() -> int:
 
 def keep_text(fleet: Fleet, settled: bool) -> str:
     config = fleet.hosts_yaml
-    first, oom = STORIES[0].name, STORIES[-1].name
+    first = STORIES[0].name
+    # the story whose first run fails while loading: its relaunch shows a failed start
+    oom = next(story.name for story in STORIES if story.first_scenario is not None)
+    wedged = next(story.name for story in STORIES if story.scenario == "wedged")
     lines = [
         f"babysit demo: {len(fleet.members)} simulated servers run on this machine "
         f"(host {HOST!r}), kept running.",
@@ -193,6 +196,7 @@ def keep_text(fleet: Fleet, settled: bool) -> str:
         f"  babysit {HOST} {first} --config {config}",
         f"  babysit tail {HOST}/gpu3-stale --config {config}",
         f"  babysit relaunch {HOST}/{oom} --wait --config {config}",
+        f"  babysit canary {HOST}/{wedged} --config {config}",
         "",
         "Stop it (and everything it started) with:",
         "  babysit demo --stop",
