@@ -27,7 +27,6 @@ import os
 import re
 import resource
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -43,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from screens import Tmux
+from sim_idle import free_port, health
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Seconds between two looks at the screen.
@@ -62,22 +62,6 @@ STATS = re.compile(
     r"INFO (?P<stamp>\d\d-\d\d \d\d:\d\d:\d\d)[^\n]*Avg prompt throughput: (?P<prefill>[\d.]+)"
     r" tokens/s, Avg generation throughput: (?P<gen>[\d.]+) tokens/s"
 )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def health(port: int) -> int:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as answer:
-            return int(answer.status)
-    except urllib.error.HTTPError as error:
-        return int(error.code)
-    except OSError:
-        return 0
 
 
 def start_sim(work: Path, engine: str, scenario: str, extra: list[str]) -> tuple:

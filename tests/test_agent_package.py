@@ -33,9 +33,19 @@ LAUNCH_CODE = ("def rotate_log", "def launch(")
 FOLLOW_CODE = ("class LogFollower", "class Inotify", "def find_copy")
 
 
-def tree_of(name: str) -> tuple[str, ast.Module]:
+def _parse(name: str) -> tuple[str, ast.Module]:
     source = (AGENT_DIR / f"{name}.py").read_text(encoding="utf-8")
     return source, ast.parse(source, feature_version=(3, 6))
+
+
+#: Every module parsed as the test module is collected, before any test runs in this
+#: process: CPython 3.11's AST constructor can be left with its recursion depth off by an
+#: earlier test's RecursionError (hostile text), and then fails every later parse.
+TREES = {name: _parse(name) for name in MODULES}
+
+
+def tree_of(name: str) -> tuple[str, ast.Module]:
+    return TREES[name]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -19,7 +19,7 @@ import json
 
 from tui.cli import add_config_option, add_json_option
 from tui.commands import say
-from tui.commands.ui import resolve
+from tui.commands.ui import resolve_target
 from tui.config import Host, Service
 from tui.core.canary import CanaryResult
 from tui.hostsfile import load_config
@@ -37,8 +37,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
-    host_name, _, service_name = args.target.partition("/")
-    host, service = resolve(config, host_name, service_name or None)
+    host, service = resolve_target(config, args.target)
     result = asyncio.run(ask(host, service, quiet=args.json))
     if args.json:
         print(json.dumps(result.to_json(), indent=2))

@@ -21,7 +21,7 @@ from datetime import datetime, timedelta, timezone
 from tui.agent.protocol import KILL_DONE, KILL_REFUSED, KILL_UNKNOWN
 from tui.cli import add_config_option, add_json_option
 from tui.commands import say
-from tui.commands.ui import resolve
+from tui.commands.ui import resolve_target
 from tui.config import Host, Service
 from tui.core.containers import ContainerState
 from tui.core.gpu import ServiceGpus
@@ -61,8 +61,7 @@ def run(args: argparse.Namespace) -> int:
     if args.grace is not None:
         check_grace(args.grace)
     config = load_config(args.config)
-    host_name, _, service_name = args.target.partition("/")
-    host, service = resolve(config, host_name, service_name or None)
+    host, service = resolve_target(config, args.target)
     grace = args.grace if args.grace is not None else service.stop_grace
     return asyncio.run(_kill(host, service, args.pid, grace, json_out=args.json))
 

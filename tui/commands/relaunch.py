@@ -18,7 +18,7 @@ import math
 
 from tui.cli import add_config_option, add_json_option
 from tui.commands import say
-from tui.commands.ui import resolve
+from tui.commands.ui import resolve_target
 from tui.config import Host, Service
 from tui.core.secrets import command_text
 from tui.errors import UsageError
@@ -66,8 +66,7 @@ def run(args: argparse.Namespace) -> int:
             f"(not {args.timeout!r}); nothing was started"
         )
     config = load_config(args.config)
-    host_name, _, service_name = args.target.partition("/")
-    host, service = resolve(config, host_name, service_name or None)
+    host, service = resolve_target(config, args.target)
     return asyncio.run(_relaunch(host, service, args))
 
 

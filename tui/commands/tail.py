@@ -28,7 +28,7 @@ import time
 from typing import TYPE_CHECKING, TextIO
 
 from tui.cli import add_config_option, add_json_option
-from tui.commands.ui import resolve
+from tui.commands.ui import resolve_target
 from tui.config import Host, Service
 from tui.core.follow import Start
 from tui.core.logcursor import EventKind, EventRow, LogEvent, LogLine, Row
@@ -75,8 +75,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
-    host_name, _, service_name = args.target.partition("/")
-    host, service = resolve(config, host_name, service_name or None)
+    host, service = resolve_target(config, args.target)
     start = Start(from_start=True) if args.from_start else Start(tail=max(0, args.lines))
     printer = Printer(service.label, json_out=args.json, out=sys.stdout, err=sys.stderr)
     try:

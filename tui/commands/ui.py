@@ -94,6 +94,12 @@ def resolve(config: Config, host_name: str, service_name: str | None) -> tuple[H
     return host, service
 
 
+def resolve_target(config: Config, target: str) -> tuple[Host, Service]:
+    """:func:`resolve` of a verb's ``HOST[/SERVICE]`` argument."""
+    host_name, _, service_name = target.partition("/")
+    return resolve(config, host_name, service_name or None)
+
+
 def _is_target(config: Config, word: str) -> bool:
     return word in config.hosts or word in config.groups or "/" in word
 

@@ -17,6 +17,15 @@ MAX_TRIES = 8
 STAMP = r'\{.*?"asctime": ?"(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)'
 
 
+def json_object(text: str) -> dict[str, object] | None:
+    """``text`` read as one JSON object, or None (not JSON, or not an object)."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def objects(text: str) -> list[dict[str, object]]:
     """The JSON objects on a line, in order (a wrapper's text before them skipped), from
     at most :data:`MAX_TRIES` of its ``{``. Never raises."""

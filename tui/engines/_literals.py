@@ -122,5 +122,6 @@ def _literal(text: str) -> object:
     text = text.strip()
     try:
         return ast.literal_eval(text)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+    # SystemError: CPython 3.11's AST constructor, its depth count upset by a deep input
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError, SystemError):
         return Unparsed(text)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 
+from tui.engines._json_lines import json_object
 from tui.engines.spec import CanaryApi, CanaryEvent
 
 PATH = "/v1/completions"
@@ -35,14 +36,6 @@ def body(prompt: str, max_tokens: int) -> dict[str, object]:
         "stream": True,
         "stream_options": {"include_usage": True},
     }
-
-
-def _object(payload: str) -> dict[str, object] | None:
-    try:
-        data = json.loads(payload)
-    except (ValueError, RecursionError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def error_of(data: dict[str, object]) -> str | None:
@@ -70,7 +63,7 @@ def read_event(payload: str) -> CanaryEvent | None:
     chunk's completion tokens, or an error; None for ``[DONE]`` or what is not a chunk."""
     if payload.strip() == DONE:
         return None
-    data = _object(payload)
+    data = json_object(payload)
     if data is None:
         return CanaryEvent(error=f"an event that is not a JSON object: {payload[:80]!r}")
     error = error_of(data)
@@ -93,7 +86,7 @@ def read_event(payload: str) -> CanaryEvent | None:
 
 def read_answer(text: str) -> CanaryEvent | None:
     """A whole answer that was not a stream: its error, or None when it holds none."""
-    data = _object(text)
+    data = json_object(text)
     if data is None:
         return None
     error = error_of(data)

@@ -49,7 +49,8 @@ def mapping(value: object) -> Mapping[str, object] | None:
     for parse in (json.loads, ast.literal_eval):
         try:
             found = parse(text)
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        # SystemError: CPython 3.11's AST constructor, its depth count upset by a deep input
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError, SystemError):
             continue
         if isinstance(found, dict):
             return found

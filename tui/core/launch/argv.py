@@ -191,7 +191,8 @@ def _structured(stripped: str, text: str) -> object:
         pass
     try:
         return frozen(ast.literal_eval(stripped))
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+    # SystemError: CPython 3.11's AST constructor, its depth count upset by a deep input
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError, SystemError):
         return text
 
 

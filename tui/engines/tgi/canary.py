@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 
+from tui.engines._json_lines import json_object
 from tui.engines.spec import CanaryApi, CanaryEvent
 
 PATH = "/generate_stream"
@@ -22,14 +23,6 @@ MESSAGE_CHARS = 500
 
 def body(prompt: str, max_tokens: int) -> dict[str, object]:
     return {"inputs": prompt, "parameters": {"max_new_tokens": max_tokens, "details": True}}
-
-
-def _object(payload: str) -> dict[str, object] | None:
-    try:
-        data = json.loads(payload)
-    except (ValueError, RecursionError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def _error(data: dict[str, object]) -> str | None:
@@ -46,7 +39,7 @@ def _error(data: dict[str, object]) -> str | None:
 def read_event(payload: str) -> CanaryEvent | None:
     """One ``data:`` event: its token's text (none for a special token), and on the last
     one the finish reason and the generated tokens; an error event's message."""
-    data = _object(payload)
+    data = json_object(payload)
     if data is None:
         return CanaryEvent(error=f"an event that is not a JSON object: {payload[:80]!r}")
     error = _error(data)
@@ -72,7 +65,7 @@ def read_event(payload: str) -> CanaryEvent | None:
 
 def read_answer(text: str) -> CanaryEvent | None:
     """A whole answer that was not a stream: its error, or None when it holds none."""
-    data = _object(text)
+    data = json_object(text)
     if data is None:
         return None
     error = _error(data)
