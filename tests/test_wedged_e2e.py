@@ -54,7 +54,7 @@ STRIKES = {
 #: Where the evidence in ``status --json`` cuts a long line's middle.
 CUT = "..."
 #: ``wedged_after`` of the healthy sims (the shorter, the stricter).
-IDLE_WEDGED_AFTER = 5.0
+IDLE_WEDGED_AFTER = 3.0
 
 
 @pytest.fixture
