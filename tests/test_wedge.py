@@ -9,6 +9,7 @@ the process lives, a canary that timed out; idle is never wedged.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from datetime import datetime, timezone
 
 import pytest
@@ -299,3 +300,20 @@ def test_counts_alone_from_proc_need_two_probes_apart() -> None:
     late = T0 + 10 * WEDGED_AFTER
     assert service.report(late, clients=untimed).verdict is Verdict.LIVE
     assert service.report(late + WEDGED_AFTER + 1, clients=untimed).verdict is Verdict.WEDGED
+
+
+def test_another_process_on_the_same_log_does_not_inherit_a_fatal_line() -> None:
+    """A run started by hand after the last one died, with no startup line babysit
+    knows: its pid and start differ, and the old run's fatal line is not its."""
+    service = Service("vllm")
+    service.line(
+        f"(APIServer pid={PID}) ERROR 12-01 10:00:00 [core_client.py:564] Engine core proc "
+        "EngineCore_DP0 died unexpectedly, shutting down client."
+    )
+    assert service.report(T0).verdict is Verdict.WEDGED
+    after = live(T0 + 5)
+    run = after.run
+    assert run is not None
+    other = replace(run, root=replace(run.root, pid=PID + 7, start_ticks=TICKS + 99))
+    service.facts.observe(replace(after, run=other), ProbeDetails())
+    assert service.facts.report(T0 + 5).verdict is Verdict.LIVE

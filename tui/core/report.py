@@ -149,6 +149,9 @@ class ServiceFacts:
             appended = log is not None and log.format == DOCKER_JSON
             if self._run_identity is not None and not appended:
                 self._read_to.clear()
+            if self._run_identity is not None:
+                # another run: what the last one showed of serving is not this one's
+                self._serving.new_run()
             self._run_identity = identity
         if log is not None and log.dev is not None and log.inode is not None:
             key = (log.dev, log.inode)
