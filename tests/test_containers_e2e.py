@@ -314,7 +314,13 @@ async def climbing(sessions: Sessions, host: Host) -> ServiceReport:
         state = await watch.refresh(list(host.services.values()))
         report = state.reports["qwen"]
         message = crash_loop_hint(report)
-        return report if message and restarted(message) >= CLIMB else None
+        # the probes' own readings, not only the count of a container caught restarting
+        # at the first answer (its count since it was created)
+        (hint,) = [h for h in report.hints if h.rule is HintRule.CRASH_LOOP] or [None]
+        watched = hint is not None and any(
+            e.startswith("RestartCount seen by the probes: ") for e in hint.evidence
+        )
+        return report if message and watched and restarted(message) >= CLIMB else None
 
     return await until(seen, f"{host.name}'s probes to see the restarts climb", timeout=60)
 
