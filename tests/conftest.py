@@ -11,6 +11,7 @@ import pytest
 from hypothesis import settings
 from support.dockerd import Dockerd, DockerUnavailable, start_dockerd
 from support.servers import Server
+from support.serving import Running
 from support.sshd import Sshd, start_sshd
 
 from tui.hostsfile import parse_config
@@ -124,3 +125,13 @@ def dockerd(dockerd_daemon: Dockerd, monkeypatch: pytest.MonkeyPatch) -> Iterato
         yield dockerd_daemon
     finally:
         dockerd_daemon.remove_all()
+
+
+@pytest.fixture
+def running() -> Iterator[Running]:
+    """Sims and load clients a test starts, ended when it ends (tests/support/serving.py)."""
+    started = Running()
+    try:
+        yield started
+    finally:
+        started.end()

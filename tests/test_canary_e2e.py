@@ -12,7 +12,6 @@ wedged server never answers (exit 2) and is WEDGED; a host that cannot be asked 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -45,15 +44,6 @@ LOW_REPETITION = 0.3
 ACCEPT_FIGURES = "accept len: "
 #: SGLang decode lines with an accept rate before the repeat trap is asked about.
 ACCEPT_LINES = 5
-
-
-@pytest.fixture
-def running() -> Iterator[Running]:
-    started = Running()
-    try:
-        yield started
-    finally:
-        started.end()
 
 
 def canary_yaml(tmp: Path, sim: Sim, engine: str, *, sampling: bool = False) -> Path:

@@ -13,7 +13,6 @@ once with the line as evidence, while ``/health`` answers 200.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -55,15 +54,6 @@ STRIKES = {
 CUT = "..."
 #: ``wedged_after`` of the healthy sims (the shorter, the stricter).
 IDLE_WEDGED_AFTER = 3.0
-
-
-@pytest.fixture
-def running() -> Iterator[Running]:
-    started = Running()
-    try:
-        yield started
-    finally:
-        started.end()
 
 
 def hosts_yaml(
