@@ -45,6 +45,48 @@ MODE_CONTAINER = "container"
 #: "error": WORDS | null, "elapsed_s": S, "cpu_s": the agent's own CPU seconds}``.
 #: Nothing is sent when the pid's start ticks differ (``same`` false).
 MODE_CANARY = "canary"
+#: Everything that may explain a hang, gathered without signalling or changing anything
+#: (tui/agent/dump.py).
+#:
+#: Request: ``{"mode": "dump", "pid": P, "start_ticks": T, "boot_id": B, "log": PATH,
+#: "anchor": OFFSET | null, "lines": 200, "record_dir": DIR, "timeout": S}``. The agent
+#: checks that pid P still has start ticks T on boot B, then for P and each process
+#: below it takes a ``py-spy dump`` when py-spy is on the host (else the kernel's view:
+#: ``/proc/PID/stack``, ``wchan``, ``status`` and each thread's state and wchan).
+#:
+#: Answer: ``{"run": {"pid", "start_ticks", "same": bool}, "processes": [{"pid", "ppid",
+#: "cmdline", "start_ticks", "how": "py-spy" | "proc", "stack": TEXT | null,
+#: "threads": [{"tid", "name", "state", "wchan", "stack"}], "problem": WORDS | null}],
+#: "py_spy": PATH | null, "ptrace": {"allowed": bool | null, "why": WORDS | null,
+#: "yama_scope": N | null, "cap_sys_ptrace": bool | null}, "nvidia_smi": {"status",
+#: "text", "apps"}, "log": {"path", "dev", "inode", "offset", "lines": [TEXT...],
+#: "problem"}, "record": {...} | null, "taken_at": EPOCH, "elapsed_s": S}``.
+MODE_DUMP = "dump"
+
+# ------------------------------------------------------------------ probe extras
+# A probe request's service may carry ``phases``: [{"name", "lines", "progress"}] (the
+# engine's startup phases, tui/engines/spec.py Phase) and ``workers``: [titles]; the
+# request may carry ``gpu_owners``: the host's other services (name, log, port, match,
+# launch, container, workers), whose runs own GPU memory as surely as the probed ones'.
+#
+# Answer additions:
+# * ``ready.phases``: [{"name", "offset", "at", "dated": "stamp" | "before" | "seen",
+#   "done", "total"}], the first line of each phase past the anchor, in log order.
+# * a service entry's ``startups``: the service's run history from
+#   ``<record_dir>/startups.json`` (at most STARTUPS_KEPT runs, the newest last), each
+#   ``{"boot_id", "pid", "start_ticks", "started", "phases": [{"name", "at"}],
+#   "ready_at"}``, with this run's own as the agent just wrote it; ``startups_problem``
+#   says why it could not be read or written.
+# * a service entry's ``leftovers``: pids of the engine's workers (``workers``) that
+#   write the service's log below no run.
+# * ``gpu_csv.procs``: one entry per pid nvidia-smi lists, ``{"pid", "start_ticks",
+#   "started_at", "ppid", "uid", "user", "cmdline", "comm", "owner": SERVICE | null,
+#   "worker_of": SERVICE | null}``; ``owner`` is the service whose live run holds it (a
+#   probed service or one of ``gpu_owners``); a pid the agent cannot see is left out.
+#: Runs kept in a service's ``startups.json``.
+STARTUPS_KEPT = 8
+STARTUPS_FILE = "startups.json"
+
 #: ``sampling_source`` words of a canary answer.
 SAMPLING_MODEL = "generation_config"
 SAMPLING_CONFIG = "canary.sampling"
@@ -95,6 +137,10 @@ KILL_DONE = "done"
 KILL_STOPPING = "stopping"
 #: A container kill: how the container ended (exit code, FinishedAt, OOMKilled).
 KILL_STOPPED = "stopped"
+#: The killed processes are gone and the kill waits (at most the grace) for them to
+#: leave nvidia-smi's process list and for their memory to be free: ``{"pids",
+#: "held_mib"}`` each time what is held changes.
+KILL_GPU_WAIT = "gpu-wait"
 #: The agent's last event of a kill.
 KILL_FINAL = (KILL_DONE, KILL_REFUSED, KILL_ERROR)
 #: Kinds babysit gives a kill's events itself (the agent never sends them): the channel

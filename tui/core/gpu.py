@@ -290,6 +290,26 @@ class Attribution(enum.Enum):
 
 
 @dataclass(frozen=True)
+class Orphan:
+    """A process that holds memory on one of a service's GPUs and belongs to no live run
+    of any service hosts.yaml names for the host: a TP worker or EngineCore its server
+    left behind, a run started by hand. Known by (pid, start_ticks), which a kill of it
+    re-checks; ``started_at`` in host epoch seconds; ``memory_mib`` None when
+    nvidia-smi could not say; ``worker_of`` names the service whose engine's worker
+    title it carries, when it does."""
+
+    pid: int
+    start_ticks: int
+    memory_mib: float | None
+    gpu: int | None
+    cmdline: tuple[str, ...]
+    started_at: float
+    ppid: int
+    user: str | None = None
+    worker_of: str | None = None
+
+
+@dataclass(frozen=True)
 class ServiceGpus:
     """The GPUs a service is shown with, and whose memory on them is the service's.
 
@@ -307,6 +327,9 @@ class ServiceGpus:
     problem: GpuProblem | None = None
     #: When the GPU process list the tie rests on was read (None: not known).
     apps_read_at: float | None = None
+    #: Processes holding memory on these GPUs that belong to no live run of any of the
+    #: host's configured services (see :class:`Orphan`), largest first.
+    orphans: tuple[Orphan, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         return {

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from tui.core.answers import AnswerError, Fields, read
 from tui.core.containers import DOCKER_JSON, PLAIN, ContainerState
+from tui.core.phases import PhaseMark, StartupRecord
 from tui.core.secrets import redact_argv
 from tui.core.serving import Clients, Wedged
 from tui.core.verdicts import Verdict, worst_exit_status
@@ -90,6 +91,9 @@ class Ready:
     line: str | None = None
     by_http: bool = False
     cut: bool = False
+    #: The first line of each startup phase past the anchor, in log order (the agent's
+    #: ``phases``); the ready line ends the last one.
+    phases: tuple[PhaseMark, ...] = ()
 
     @classmethod
     def from_json(cls, data: Fields | None) -> Ready:
@@ -103,6 +107,7 @@ class Ready:
             offset=data.opt_integer("offset"),
             line=data.opt_string("line"),
             cut=data.flag("cut"),
+            phases=tuple(PhaseMark.from_json(p) for p in data.children("phases")),
         )
 
 
@@ -197,6 +202,14 @@ class ServiceProbe:
     error: str | None = None
     #: What ``docker inspect`` said of the service's container (``container:`` services).
     container: ContainerState | None = None
+    #: The service's run history on the host (``startups.json``): each run's phase start
+    #: times, the newest last; this run's own among them once it printed a phase.
+    startups: tuple[StartupRecord, ...] = ()
+    #: Why the run history could not be read or written (said, never fatal).
+    startups_problem: str | None = None
+    #: pids of the engine's workers that write the service's log below no run: left
+    #: behind by a server that died (the engine spec's ``workers``), never a run.
+    leftovers: tuple[int, ...] = ()
 
     @classmethod
     def from_json(
@@ -244,6 +257,9 @@ class ServiceProbe:
                 if data.opt_child("container") is not None
                 else None
             ),
+            startups=tuple(StartupRecord.from_json(r) for r in data.children("startups")),
+            startups_problem=data.opt_string("startups_problem"),
+            leftovers=tuple(data.integers("leftovers")),
         )
 
 

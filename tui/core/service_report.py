@@ -17,6 +17,7 @@ from tui.core.hints import Hint
 from tui.core.launch.diff import LaunchDiff
 from tui.core.metrics.model import MetricSample
 from tui.core.metrics.series import ServiceMetrics
+from tui.core.phases import Startup
 from tui.core.runs import Assessment
 from tui.core.secrets import redact_argv
 from tui.core.serving import Progress
@@ -24,6 +25,8 @@ from tui.core.verdicts import Verdict
 
 #: The version of ``babysit status --json``'s envelope.
 SCHEMA = 1
+#: The keys a report's startup adds to its ``ready`` object (null without a run).
+STARTUP_KEYS = ("phase", "phase_since", "eta", "progress", "phases", "last_run_s", "overdue")
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,9 @@ class ServiceReport:
     canary: CanaryResult | None = None
     #: This run's last progress (generation or prefill moved), or None before any.
     progress: Progress | None = None
+    #: Where the run is in its startup (its phase, since when, an ETA from the last
+    #: run's phases), or None when there is no run that writes the log.
+    startup: Startup | None = None
 
     @property
     def verdict(self) -> Verdict:
@@ -65,7 +71,10 @@ class ServiceReport:
         progress = None
         if self.progress is not None:
             progress = self.progress.to_json(lambda ts: _iso(ts, offset))
-        return {**assessment_json(self.assessment), **self.facts_json(), "progress": progress}
+        out = {**assessment_json(self.assessment), **self.facts_json(), "progress": progress}
+        startup = self.startup.to_json(lambda ts: _iso(ts, offset)) if self.startup else {}
+        out["ready"] = {**out["ready"], **dict.fromkeys(STARTUP_KEYS), **startup}
+        return out
 
     def facts_json(self) -> dict[str, object]:
         return {

@@ -24,3 +24,16 @@ def human_age(seconds: float) -> str:
         hours, rest = divmod(int(seconds), 3600)
         return f"{hours}h{rest // 60:02d}m"
     return f"{seconds / 86400:.0f} d"
+
+
+def duration_words(seconds: float) -> str:
+    """``42 s``, ``2m 10s``, ``1h 05m``: finer than :func:`human_age`, for how long a
+    startup phase ran (where a minute either way matters)."""
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        minutes, rest = divmod(seconds, 60)
+        return f"{minutes}m {rest:02d}s"
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}h {rest // 60:02d}m"

@@ -85,10 +85,16 @@ class Stamp:
 
 @dataclass(frozen=True)
 class Phase:
-    """A startup phase and the lines that say it began (substrings, this engine's own)."""
+    """A startup phase and the lines that say it began (substrings, this engine's own).
+
+    ``progress``: a regex source searched in this phase's lines whose two groups are
+    (done, total), such as a shard count (``| 3/8 [``) or a CUDA-graph count; the last
+    match in the phase is its progress. ``None`` when the engine prints none.
+    """
 
     name: str
     lines: tuple[str, ...]
+    progress: str | None = None
 
 
 @dataclass(frozen=True)
@@ -272,6 +278,10 @@ class EngineSpec:
     metrics_from: str = "log"
     #: startup phases in the order the engine goes through them
     phases: tuple[Phase, ...] = ()
+    #: process titles of the engine's workers (a prefix of argv[0] or of ``comm``:
+    #: ``VLLM::EngineCore``, ``sglang::scheduler``): such a process not below any run of
+    #: the service is a worker its server left behind, never a run of its own
+    workers: tuple[str, ...] = ()
     prometheus: Prometheus = field(default_factory=Prometheus)
     #: the metric-line reader; ``None`` for an engine whose log babysit cannot read
     reader: ReaderFactory | None = None

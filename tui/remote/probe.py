@@ -62,6 +62,36 @@ def host_state_dir() -> str:
     return os.environ.get("BABYSIT_HOST_STATE", DEFAULT_HOST_STATE)
 
 
+def phases_of(service: Service) -> list[dict[str, object]]:
+    """The startup phases of the service's engine(s), in order: ``name``, the ``lines``
+    that say one began, and the regex of its ``progress`` figures (or null)."""
+    phases = [p for e in of_log(service.engine) for p in e.phases]
+    return [{"name": p.name, "lines": list(p.lines), "progress": p.progress} for p in phases]
+
+
+def workers_of(service: Service) -> list[str]:
+    """The process titles of the engine's workers (see EngineSpec.workers)."""
+    return list(dict.fromkeys(w for e in of_log(service.engine) for w in e.workers))
+
+
+def owner_entry(service: Service) -> dict[str, object]:
+    """What the agent needs to find a service's runs, and nothing more: the request's
+    ``gpu_owners`` entry of a service that is not probed itself."""
+    return {
+        "name": service.name,
+        "log": service.log,
+        "port": service.port,
+        "match": service.match,
+        "launch": list(service.launch.command) if service.launch else None,
+        "workers": workers_of(service),
+        "container": (
+            {"name": service.container.name, "runtime": service.container.runtime}
+            if service.container
+            else None
+        ),
+    }
+
+
 def probe_request(
     services: Sequence[Service],
     *,
@@ -69,19 +99,24 @@ def probe_request(
     gpus: bool = False,
     apps_max_age: float = 0.0,
     scrape: bool | None = None,
+    owners: Sequence[Service] = (),
 ) -> dict[str, object]:
     """The agent's probe arguments; ``tail_bytes`` (one number, or one per service name)
     > 0 brings back that much of each log's end, and with ``gpus`` nvidia-smi's readings.
     ``apps_max_age`` lets a long-lived agent reuse its last list of GPU processes for
     that many seconds while it provably still holds (the GPU readings are always new).
     ``scrape``: read the /metrics page of ``metrics: prometheus`` services (by default
-    when the tail or the GPUs are asked for)."""
+    when the tail or the GPUs are asked for). ``owners``: the host's other services,
+    whose runs own GPU memory too (sent only when GPU readings are asked for), so that
+    none of their processes is taken for an orphan."""
     tails = _tails(services, tail_bytes)
     if scrape is None:
         scrape = bool(any(tails.values()) or gpus)
+    wants_gpus = gpus or any(tails.values())
     return {
         "mode": MODE_PROBE,
         "apps_max_age": apps_max_age,
+        "gpu_owners": [owner_entry(s) for s in owners] if wants_gpus else [],
         "services": [
             {
                 "tail_bytes": tails[s.name],
@@ -99,6 +134,9 @@ def probe_request(
                 # how its lines are dated, and the tag its pid puts on them
                 "stamps": stamps_of(s),
                 "pid_tag": spec(s.engine).pid_tag,
+                # the startup phases' lines, and the titles of the engine's workers
+                "phases": phases_of(s),
+                "workers": workers_of(s),
                 "record_dir": f"{host_state_dir()}/{s.name}",
                 # the container the service runs in: its processes are the run's
                 "container": (
@@ -275,8 +313,15 @@ async def probe_services(
     if not chosen:
         return []
     none = ProbeDetails()
+    asked = {s.name for s in chosen}
+    owners = [s for s in host.services.values() if s.name not in asked]
     request = probe_request(
-        chosen, tail_bytes=tail_bytes, gpus=gpus, apps_max_age=apps_max_age, scrape=scrape
+        chosen,
+        tail_bytes=tail_bytes,
+        gpus=gpus,
+        apps_max_age=apps_max_age,
+        scrape=scrape,
+        owners=owners,
     )
     try:
         if channel is not None:

@@ -145,6 +145,8 @@ SPEC = EngineSpec(
     # server_args.py turns NEXTN into EAGLE and prints speculative_algorithm='EAGLE'
     algorithm_aliases={"NEXTN": "EAGLE"},
     metrics_flags=("--enable-metrics",),
+    # setproctitle of the scheduler (one per TP rank), detokenizer and DP controller
+    workers=("sglang::scheduler", "sglang::detokenizer", "sglang::data_parallel"),
     phases=(
         Phase("loading weights", ("Load weight begin", "Loading safetensors checkpoint shards")),
         Phase("allocating KV cache", ("KV Cache is allocated",)),

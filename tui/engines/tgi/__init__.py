@@ -125,6 +125,8 @@ SPEC = EngineSpec(
         }
     ),
     spec_keys=("speculate",),
+    # each shard runs `text-generation-server serve` under the launcher
+    workers=("text-generation-server",),
     phases=(
         Phase(
             "downloading weights",

@@ -126,6 +126,8 @@ SPEC = EngineSpec(
         {"--trust-remote-code", "--enforce-eager", "--disable-log-stats", "--skip-tokenizer-init"}
     ),
     spec_keys=("speculative_config", "speculative_model", "num_speculative_tokens"),
+    # set_process_title(): EngineCore and the multiproc executor's Worker_TP<rank>
+    workers=("VLLM::EngineCore", "VLLM::Worker", "VllmWorker"),
     phases=(
         Phase(
             "loading weights",
