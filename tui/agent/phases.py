@@ -173,15 +173,19 @@ class PhaseScan(object):
         """The time of the last stamped line in the bytes fed (and ``more``, the bytes
         that follow them), at most LOOKBACK back and never before the anchor; None."""
         more = more[-LOOKBACK:]
-        data = self.behind + more
-        whole = len(data) <= LOOKBACK and self.done_to - len(self.behind) == self.anchor
-        pieces = _PHASE_LINE_END.split(data[-LOOKBACK:])
-        if not whole:
-            pieces = pieces[1:]  # the end of a line that starts further back
-        for piece in reversed(pieces):
-            at = self.dater.time(piece)
+        data = (self.behind + more)[-LOOKBACK:]
+        whole = len(data) == len(self.behind) + len(more) and (
+            self.done_to - len(self.behind) == self.anchor
+        )
+        end = len(data)
+        while end > 0:
+            start = phase_line_start(data, end)
+            if start < 0 and not whole:
+                break  # the end of a line that starts further back
+            at = self.dater.time(data[max(start, 0) : end])
             if at is not None:
                 return at
+            end = max(start, 0) - 1
         return None
 
 
