@@ -6,7 +6,8 @@ a real process as the run (``sleep`` holding the log open for writing, placed by
 run record babysit writes at launch) and runs the agent's probe mode: the answer's
 ``ready.phases`` are this run's, in log order, and ``<record_dir>/startups.json``
 holds the run's record; a second run of the service finds the first's; a history
-that cannot be written or read is said, and never fails the probe.
+that cannot be written or read is said, and never fails the probe. A container's run
+is kept in the history too.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from support.dockerd import sim_command, wait_running
 from support.ports import free_port
+from support.wait import until
 from test_engines_phases import LLAMACPP_2026, SGLANG_055, TGI_MAIN, VLLM_033, tgi
 
 from tui.agent.protocol import STARTUPS_FILE, STARTUPS_KEPT
@@ -330,3 +333,36 @@ def test_a_record_dir_that_cannot_be_written_says_why_and_the_probe_goes_on(
         p.name for p in SPECS["sglang"].phases
     ]
     assert [r["pid"] for r in entry["startups"]] == [run.pid]
+
+
+async def test_a_container_run_is_kept_in_the_history_from_its_json_file(dockerd) -> None:
+    """A container's json-file holds no phase scan: its run's record has its start and
+    when it was ready."""
+    port = free_port()
+    name = "phases-vllm"
+    dockerd.run_container(name, sim_command("vllm", port, load=0.3))
+    wait_running(dockerd, name)
+    (svc,) = (
+        parse_config(
+            "hosts:\n  here:\n    local: true\n    services:\n"
+            f"      svc: {{engine: vllm, container: {name}, port: {port}}}\n"
+        )
+        .hosts["here"]
+        .services.values()
+    )
+
+    async def ready() -> dict[str, object] | None:
+        result = await run_agent(LocalTransport(), probe_request([svc]), timeout=30)
+        answer = json.loads(result.completed.stdout)
+        (entry,) = answer["services"]
+        ServiceProbe.from_json("here", "vllm", answer, entry)
+        runs = entry["runs"]
+        return entry if runs and runs[0].get("ready", {}).get("seen") else None
+
+    entry = await until(ready, "the container's run to be ready", timeout=60)
+    (run,) = entry["runs"]
+    (record,) = entry["startups"]
+    assert (record["pid"], record["start_ticks"]) == (run["pid"], run["start_ticks"])
+    assert record["ready_at"] == run["ready"]["at"]
+    history = Path(os.environ["BABYSIT_HOST_STATE"]) / "svc" / STARTUPS_FILE
+    assert json.loads(history.read_text())["runs"] == [record]
