@@ -345,6 +345,18 @@ def test_llama_server_loads_its_model_then_its_tensors_then_its_context() -> Non
 
 def test_every_engines_progress_regex_has_done_and_total() -> None:
     for engine in SPECS.values():
-        for name, _, pattern in compile_phases(request_phases(engine.name)):
+        for name, _, patterns in compile_phases(request_phases(engine.name)):
             phase = next(p for p in engine.phases if p.name == name)
-            assert (pattern is None) == (phase.progress is None), (engine.name, name)
+            assert len(patterns) == (phase.progress is not None), (engine.name, name)
+
+
+def test_a_generic_servers_phases_are_every_engines_one_a_name() -> None:
+    every = [p for e in SPECS.values() for p in request_phases(e.name)]
+    names = [name for name, _, _ in compile_phases(every)]
+    assert len(names) == len(set(names))
+    # its log is an SGLang run's: the phases and figures are SGLang's
+    stamps = [[s.pattern, s.kind] for e in SPECS.values() for s in e.stamps]
+    scan = PhaseScan(compile_phases(every), Dater(stamps, WRITTEN, STARTED), 0)
+    data = SGLANG_055.encode()
+    scan.feed(data, 0, len(data))
+    assert seen(scan.marks()) == SGLANG_ORDER

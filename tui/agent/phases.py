@@ -41,23 +41,32 @@ _PHASE_LINE_END = re.compile(b"[\r\n]")
 
 
 def compile_phases(phases):
-    """[(name, [line bytes], progress regex or None)] of the request's phases; a phase
-    without a name or lines is left out, a progress regex that does not compile is
-    none. Cached."""
+    """[(name, [line bytes], [progress regexes])] of the request's phases, one entry a
+    name (a generic server's request carries every engine's phases, several of one
+    name: their lines and regexes are joined); a phase without a name or lines is left
+    out, a progress regex that does not compile is none. Cached."""
     try:
         key = json.dumps(phases, sort_keys=True)
     except (TypeError, ValueError):
         return []
     found = _phase_lists.get(key)
     if found is None:
-        found = []
+        by_name = {}
         for phase in phases if isinstance(phases, list) else ():
             if not isinstance(phase, dict) or not isinstance(phase.get("name"), str):
                 continue
             lines = [t.encode("utf-8", "surrogateescape") for t in phase.get("lines") or ()]
             lines = [t for t in lines if t]
-            if lines:
-                found.append((phase["name"], lines, _progress_regex(phase.get("progress"))))
+            if not lines:
+                continue
+            name = phase["name"]
+            if name not in by_name:
+                by_name[name] = (name, [], [])
+            by_name[name][1].extend(t for t in lines if t not in by_name[name][1])
+            pattern = _progress_regex(phase.get("progress"))
+            if pattern is not None:
+                by_name[name][2].append(pattern)
+        found = list(by_name.values())
         if len(_phase_lists) >= _PHASE_LISTS_KEPT:
             _phase_lists.clear()
         _phase_lists[key] = found
@@ -147,18 +156,17 @@ class PhaseScan(object):
 
     def _progress(self, block, base, upto):
         """The last progress figures of each phase within ``block[:upto]``."""
-        progress = dict((self.phases[i][0], self.phases[i][2]) for i in self.found)
+        patterns = dict((self.phases[i][0], self.phases[i][2]) for i in self.found)
         for start, end, mark in self._spans():
-            pattern = progress.get(mark["name"])
             first = max(0, start - base)
             last = upto if end is None else min(upto, end - base)
-            if pattern is None or last <= first:
+            if last <= first:
                 continue
             match = None
-            for found in pattern.finditer(block, first, min(len(block), last + MATCH_REACH)):
-                if found.start() >= last:
-                    break
-                match = found
+            for pattern in patterns[mark["name"]]:
+                found = _last_match(pattern, block, first, last)
+                if found is not None and (match is None or found.start() > match.start()):
+                    match = found
             if match is not None:
                 try:
                     mark["done"], mark["total"] = int(match.group(1)), int(match.group(2))
@@ -187,6 +195,17 @@ class PhaseScan(object):
                 return at
             end = max(start, 0) - 1
         return None
+
+
+def _last_match(pattern, block, first, last):
+    """The last match of ``pattern`` that starts in ``block[first:last]`` (it may reach
+    MATCH_REACH bytes past it), or None."""
+    match = None
+    for found in pattern.finditer(block, first, min(len(block), last + MATCH_REACH)):
+        if found.start() >= last:
+            break
+        match = found
+    return match
 
 
 # ------------------------------------------------------------------ the run history
