@@ -233,7 +233,7 @@ def test_a_second_run_of_the_service_finds_the_first_runs_record(service_of) -> 
         (first.pid, one["startups"][0]["start_ticks"]),
         (second.pid, start_ticks(second.pid)),
     ]
-    assert records[0] == one["startups"][0], "the first run's record as it was kept"
+    assert records[0] == one["startups"][0], "the first run's record as kept"
     assert records[0]["ready_at"] is not None and records[1]["ready_at"] is None
     assert [p["name"] for p in records[1]["phases"]] == ["loading weights", "allocating KV cache"]
     assert [r.pid for r in service.parsed.startups] == [first.pid, second.pid]
@@ -337,7 +337,7 @@ def test_a_record_dir_that_cannot_be_written_says_why_and_the_probe_goes_on(
 
 async def test_a_container_run_is_kept_in_the_history_from_its_json_file(dockerd) -> None:
     """A container's json-file holds no phase scan: its run's record has its start and
-    when it was ready."""
+    its ready time."""
     port = free_port()
     name = "phases-vllm"
     dockerd.run_container(name, sim_command("vllm", port, load=0.3))

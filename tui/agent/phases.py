@@ -10,7 +10,7 @@ ends there too.
 
 ``<record_dir>/startups.json`` (protocol.STARTUPS_FILE) keeps the service's last
 STARTUPS_KEPT runs, the newest last: when each began, when each phase began, and
-when it was ready. :func:`startup_history` updates the record of the one run that
+its ready time. :func:`startup_history` updates the record of the one run that
 writes the service's log, only when it changed, and answers with the records.
 """
 
