@@ -7,12 +7,14 @@ their updates with a carriage return)."""
 from __future__ import annotations
 
 import calendar
+import os
 import time
 
 import pytest
 
 from tui.agent.logtime import Dater
 from tui.agent.phases import PhaseScan, compile_phases
+from tui.agent.readiness import scan_for
 from tui.engines import SPECS
 
 pytestmark = pytest.mark.unit
@@ -360,3 +362,41 @@ def test_a_generic_servers_phases_are_every_engines_one_a_name() -> None:
     data = SGLANG_055.encode()
     scan.feed(data, 0, len(data))
     assert seen(scan.marks()) == SGLANG_ORDER
+
+
+def test_the_readiness_pass_feeds_the_scan_across_its_reads_and_long_bar_lines(
+    tmp_path,
+) -> None:
+    """A phase line across readiness's 1 MiB reads and a bar longer than the line it
+    carries between them (64 KiB) give the marks the whole text gives."""
+    filler = "[2025-11-30 11:17:30 TP0] " + "w" * 100 + "\n"
+    head = SGLANG_055[: SGLANG_055.index("[2025-11-30 11:17:55 TP0] Capture cuda graph begin")]
+    # the capture's line begins 36 bytes before the first read ends, its text 10 bytes
+    need = 1024 * 1024 - 36 - len(head.encode())
+    pad = filler * (need // len(filler) - 1)
+    pad += "[2025-11-30 11:17:31 TP0] " + "w" * (need - len(pad) - 27) + "\n"
+    long_bar = bars("Capturing batches (bs=160 avail_mem=38.40 GB)", 1500)
+    text = (
+        head
+        + pad
+        + "[2025-11-30 11:17:55 TP0] Capture cuda graph begin. avail mem=38.50 GB\n"
+        + long_bar
+        + SGLANG_055[SGLANG_055.index("[2025-11-30 11:18:01 TP0] Capture cuda graph end") :]
+        + "[2025-11-30 11:18:07] The server is fired up and ready to roll!\n"
+    )
+    data = text.encode()
+    assert len(long_bar) > 64 * 1024
+    needle = data.index(b"Capture cuda graph begin")
+    assert needle < 1024 * 1024 < needle + len("Capture cuda graph begin")
+    log = tmp_path / "serve.log"
+    log.write_bytes(data)
+    stamps = [[s.pattern, s.kind] for s in SPECS["sglang"].stamps]
+    scan = PhaseScan(compile_phases(request_phases("sglang")), Dater(stamps, WRITTEN, STARTED), 0)
+    fd = os.open(log, os.O_RDONLY)
+    try:
+        found = scan_for(fd, 0, len(data), [SPECS["sglang"].ready[0].encode()], watch=scan)
+    finally:
+        os.close(fd)
+    assert found is not None and found[1].endswith("ready to roll!")
+    assert scan.marks() == marks("sglang", text)
+    assert seen(scan.marks())[2] == ("capturing CUDA graphs", 1500, 1500)
