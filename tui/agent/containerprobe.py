@@ -56,19 +56,18 @@ def container_entry(view, service):
         else:  # no file to read it in (another log driver): /health tells
             run["ready"] = {"anchor": None, "seen": None, "source": log.get("problem") or "no log"}
         runs.append(run)
-    return dict(
-        {
-            "name": service["name"],
-            "container": facts,
-            "log": log,
-            "runs": runs,
-            "unreadable": [],
-            "hidden_listeners": [],
-            "record": None,
-            "record_state": None,
-        },
-        **startup_history(service, view.boot_id, runs),
-    )
+    entry = {
+        "name": service["name"],
+        "container": facts,
+        "log": log,
+        "runs": runs,
+        "unreadable": [],
+        "hidden_listeners": [],
+        "record": None,
+        "record_state": None,
+    }
+    entry.update(startup_history(service, view.boot_id, runs))
+    return entry
 
 
 def container_log(facts, tail_bytes):
