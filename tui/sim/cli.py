@@ -5,7 +5,7 @@ Synopsis::
 
     babysit sim --engine sglang|vllm|llamacpp|tgi [--engine-version V] [--port P]
                 [--load-seconds S] [--scenario NAME] [--seed N] [--tp N] [--stats-interval S]
-                [--log-format F] [--wedge-after S] [-- SERVER FLAGS...]
+                [--log-format F] [--wedge-after S] [--shards N] [-- SERVER FLAGS...]
     babysit sim nvidia-smi [--query-gpu=F,... | --query-compute-apps=F,... | -L] [--format=csv,...]
 
 Everything after ``--`` is kept verbatim in the process's argv (so
@@ -51,6 +51,18 @@ that then hang (a started stream stops) and print no progress line any more;
 ``nccl-timeout`` first prints torch's NCCL watchdog timeout lines, ``engine-dead`` the
 engine core's death, after which completions answer 500 at once.
 
+Scenario ``slow-load`` prints each phase of the engine's startup as the engine does, with
+its progress: the weights shard by shard (``--shards N``, default 8: vLLM's and SGLang's
+``Loading safetensors checkpoint shards`` bar, TGI's ``Download: [k/N]`` lines,
+llama.cpp's split GGUF), the KV cache, the CUDA-graph capture bars (vLLM, SGLang), the
+warm-up, then the ready line. It takes four times ``--load-seconds``, each phase the same
+fixed share of it in every run (so three times the seconds is three times each phase);
+the shares are in each engine's startup module.
+
+Scenario ``orphan-workers`` (``--tp`` 2 or more): the worker children start sessions of
+their own, keep the log open and outlive the server, each holding its GPU memory in the
+``nvidia-smi`` stand-in until SIGTERM or SIGKILL ends it.
+
 Lines written straight to the streams (uvicorn, tqdm, tracebacks) keep their shape in
 every format. TGI's own formats follow its environment and flags instead: ``--json-output``
 and ``LOG_COLORIZE=1`` (the router colours its lines unless it is set).
@@ -62,10 +74,20 @@ import argparse
 import importlib
 import sys
 
-from tui.sim.config import DEFAULT_WEDGE_AFTER, SCENARIOS, Scenario, SimConfig
+from tui.sim.config import (
+    DEFAULT_SHARDS,
+    DEFAULT_WEDGE_AFTER,
+    ORPHANING,
+    SCENARIOS,
+    Scenario,
+    SimConfig,
+)
 from tui.sim.engine import EngineKind
 from tui.sim.errors import USAGE_EXIT, SimUsageError
 from tui.sim.flags import parse_flags
+
+#: the most checkpoint files ``--shards`` accepts
+MAX_SHARDS = 999
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -101,6 +123,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="how long startup takes, first line to ready line (default 8)",
     )
     parser.add_argument(
+        "--shards",
+        type=int,
+        default=DEFAULT_SHARDS,
+        metavar="N",
+        help=f"checkpoint files the slow-load scenario loads (default {DEFAULT_SHARDS})",
+    )
+    parser.add_argument(
         "--scenario",
         default="healthy",
         metavar="NAME",
@@ -116,7 +145,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--tp",
         type=int,
         metavar="N",
-        help="tensor parallel size: N-1 child processes that die with this one "
+        help="tensor parallel size: N-1 child processes that die with this one (outlive it "
+        "in orphan-workers) "
         "(default: --tp/--tensor-parallel-size among the server flags, else 1)",
     )
     parser.add_argument(
@@ -194,8 +224,12 @@ def parse_config(argv: list[str]) -> SimConfig:
         tp = flag_tp if isinstance(flag_tp, int) else 1
     if not 1 <= tp <= 64:
         parser.error("--tp must be between 1 and 64")
+    if scenario.name == ORPHANING and tp < 2:
+        parser.error(f"{ORPHANING} needs workers: --tp 2 or more")
     if not 0 <= port <= 65535:
         parser.error("--port must be between 0 and 65535")
+    if not 1 <= args.shards <= MAX_SHARDS:
+        parser.error(f"--shards must be between 1 and {MAX_SHARDS}")
     if args.load_seconds < 0:
         parser.error("--load-seconds must not be negative")
     if not 0 <= args.wedge_after < float("inf"):
@@ -216,6 +250,7 @@ def parse_config(argv: list[str]) -> SimConfig:
         flags=flags,
         log_format=args.log_format,
         wedge_after=args.wedge_after,
+        shards=args.shards,
     )
 
 
