@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from sim_helpers import Sim
 
-pytestmark = pytest.mark.integration
+from tui.sim.cli import engine_kind, parse_config
+from tui.sim.server import SimServer
 
 SHARDS = 5
 #: engine -> (sim arguments, server flags)
@@ -111,6 +112,7 @@ def slow_sim(tmp_path: Path, engine: str, *extra: str) -> Sim:
     )
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("engine", sorted(LAUNCH))
 def test_each_phase_comes_in_order_with_its_progress(tmp_path: Path, engine: str) -> None:
     sim = slow_sim(tmp_path, engine, "--shards", str(SHARDS))
@@ -139,6 +141,7 @@ def test_each_phase_comes_in_order_with_its_progress(tmp_path: Path, engine: str
             assert total == SHARDS
 
 
+@pytest.mark.integration
 def test_the_default_is_eight_shards(tmp_path: Path) -> None:
     sim = slow_sim(tmp_path, "vllm")
     try:
@@ -149,3 +152,26 @@ def test_the_default_is_eight_shards(tmp_path: Path) -> None:
         r"Loading safetensors checkpoint shards: +\d+% Completed \| (\d+)/8 \[", sim.text()
     )
     assert [int(count) for count in dict.fromkeys(done)] == list(range(9))
+
+
+def plan_offsets(engine: str, load_seconds: float) -> list[float]:
+    """When each step of a slow-load startup falls, seconds after the first line."""
+    sim_args, server = LAUNCH[engine]
+    argv = ["--engine", engine, "--port", "0", "--seed", "1", *sim_args]
+    argv += ["--load-seconds", str(load_seconds), "--scenario", "slow-load", "--", *server]
+    cfg = parse_config(argv)
+    kind = engine_kind(engine)
+    return [offset for offset, _ in kind.factory(cfg, SimServer(cfg, kind.factory)).plan()]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("engine", sorted(LAUNCH))
+def test_each_step_is_a_fixed_share_of_the_startup(
+    engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BABYSIT_SIM_GPUS", "8xh100")
+    once = plan_offsets(engine, 1.0)
+    assert plan_offsets(engine, 1.0) == once
+    thrice = plan_offsets(engine, 3.0)
+    assert len(thrice) == len(once)
+    assert all(later == pytest.approx(3 * first) for first, later in zip(once, thrice, strict=True))
