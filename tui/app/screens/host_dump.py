@@ -45,6 +45,11 @@ class HostDump:
         a = self.assessment
         return not self.dump_running and a is not None and dump_target(a) is not None
 
+    def key_d(self: HostScreen) -> None:
+        """``d`` while it is greyed out (Textual runs no disabled action): why."""
+        if not self.can_dump():
+            self.action_dump()
+
     def action_dump(self: HostScreen) -> None:
         """Take a dump now, unless one is on its way or there is no verified run."""
         if self.dump_running:
