@@ -32,7 +32,7 @@ PER_PROCESS_TIMEOUT = 10.0
 #: the value one quoted string or one bare word.
 KEYED_VALUE = re.compile(
     r"""(?P<name>[A-Za-z_][\w.-]*)(?P<sep>\s*[=:]\s*)"""
-    r"""(?P<value>'[^']*'|"[^"]*"|[^\s,;)}\]]+)"""
+    r"""(?P<value>'[^']*'|"[^"]*"|[^\s,;(){}\[\]='"]+)"""
 )
 #: Values that hold no secret.
 EMPTY_VALUES = frozenset({"None", "null", "''", '""', "False", "True"})
