@@ -34,6 +34,8 @@ MAX_LOG_READ = 1024 * 1024
 MAX_NVIDIA_TEXT = 256 * 1024
 #: Bytes of startups.json read at most.
 MAX_STARTUPS = 256 * 1024
+#: Characters of stacks one answer holds at most: the processes past it are named only.
+MAX_STACKS_TEXT = 64 * 1024 * 1024
 
 
 def dump(args):
@@ -82,11 +84,25 @@ def dump_answer(args):
 def gather(args, pid, answer):
     py_spy = find_py_spy(args.get("py_spy"))
     answer["py_spy"] = py_spy
-    members, cut = run_tree(process_table(), pid)
+    table = process_table()
+    if table.get(pid, {}).get("start_ticks") != answer["run"]["start_ticks"]:
+        answer["run"]["same"] = False
+        answer["problem"] = "process %d ended as it was asked about: nothing was gathered" % pid
+        return
+    members, cut = run_tree(table, pid)
     answer["processes_cut"] = cut
     timeout = float(args.get("timeout") or PY_SPY_TIMEOUT)
+    held = 0
     for info in members:
-        answer["processes"].append(stacks_of(info, info["pid"] == pid, py_spy, timeout, answer))
+        if held > MAX_STACKS_TEXT:
+            entry = process_facts(info)
+            entry["problem"] = "not read: the dump holds %d MiB of stacks already" % (
+                MAX_STACKS_TEXT // (1024 * 1024)
+            )
+        else:
+            entry = stacks_of(info, info["pid"] == pid, py_spy, timeout, answer)
+        held += len(json.dumps(entry))
+        answer["processes"].append(entry)
     answer["nvidia_smi"] = nvidia_texts()
     answer["log"] = log_lines(args)
     record_dir = args.get("record_dir")
@@ -109,10 +125,10 @@ def run_tree(table, root):
     return order, bool(todo)
 
 
-def stacks_of(info, is_root, py_spy, timeout, answer):
-    pid = info["pid"]
-    entry = {
-        "pid": pid,
+def process_facts(info):
+    """A process's entry of the answer, its stacks not read yet."""
+    return {
+        "pid": info["pid"],
         "ppid": info["ppid"],
         "comm": info["comm"],
         "cmdline": info["cmdline"],
@@ -126,6 +142,14 @@ def stacks_of(info, is_root, py_spy, timeout, answer):
         "threads_cut": False,
         "problem": None,
     }
+
+
+def stacks_of(info, is_root, py_spy, timeout, answer):
+    pid = info["pid"]
+    entry = process_facts(info)
+    if start_ticks_of(pid) != info["start_ticks"]:
+        entry["problem"] = "gone before its stacks were read"
+        return entry
     denied = False
     if py_spy is not None:
         text, problem, denied = py_spy_dump(py_spy, pid, timeout)

@@ -18,6 +18,8 @@ PY_SPY = "py-spy"
 MAX_STACK_TEXT = 1024 * 1024
 #: Bytes of a /proc file of the kernel's view kept.
 MAX_PROC_TEXT = 64 * 1024
+#: Bytes of one thread's kernel stack kept.
+MAX_THREAD_STACK = 8 * 1024
 #: Threads read per process.
 MAX_THREADS = 4096
 #: Seconds py-spy is given per process.
@@ -95,7 +97,7 @@ def thread_facts(pid, tid):
         "name": (bounded_text(base + "comm") or "").strip() or None,
         "state": fields[0] if fields else None,
         "wchan": (bounded_text(base + "wchan") or "").strip() or None,
-        "stack": bounded_text(base + "stack"),
+        "stack": bounded_text(base + "stack", MAX_THREAD_STACK),
     }
 
 

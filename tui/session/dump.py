@@ -125,13 +125,15 @@ async def run_dump(
         utc_offset=a.utc_offset,
         version=__version__,
     )
-    text = bundle_text(dump, header)
     folder = dumps_folder(out)
     said(f"writing the bundle in {folder}")
+
+    def render_and_write() -> str:
+        text = bundle_text(dump, header)
+        return write_bundle(folder, session.host.name, session.service.name, text, time.time())
+
     try:
-        path = await asyncio.to_thread(
-            write_bundle, folder, session.host.name, session.service.name, text, time.time()
-        )
+        path = await asyncio.to_thread(render_and_write)
     except OSError as error:
         why = error.strerror or str(error)
         raise DumpRefused(f"{session.label}: cannot write the bundle in {folder}: {why}") from None
