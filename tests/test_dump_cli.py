@@ -88,17 +88,18 @@ def babysit(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def service_entry(log: Path, port: int) -> str:
+def service_entry(log: Path, port: int, match: str | None = None) -> str:
+    match = match or f"tui sim .*--port {port} "
     return (
         "    services:\n      qwen:\n        engine: sglang\n"
         f"        log: {json.dumps(str(log))}\n        port: {port}\n"
-        f"        match: {json.dumps(f'tui sim .*--port {port} ')}\n"
+        f"        match: {json.dumps(match)}\n"
     )
 
 
-def config(tmp_path: Path, host: str, log: Path, port: int) -> Path:
+def config(tmp_path: Path, host: str, log: Path, port: int, match: str | None = None) -> Path:
     path = tmp_path / "hosts.yaml"
-    path.write_text("hosts:\n" + host + service_entry(log, port))
+    path.write_text("hosts:\n" + host + service_entry(log, port, match))
     return path
 
 
@@ -163,7 +164,9 @@ def test_a_dead_service_is_refused_and_nothing_is_written(
 ) -> None:
     log = tmp_path / "serve.log"
     log.write_text(f"[2026-12-01 09:20:06] {READY}\n")
-    hosts = config(tmp_path, "  here:\n    local: true\n", log, free_port())
+    # a match no process has: another test's sim on a port given out twice is no run of it
+    never = f"no-such-server-{tmp_path.name}"
+    hosts = config(tmp_path, "  here:\n    local: true\n", log, free_port(), never)
     result = babysit("dump", "here/qwen", "--config", str(hosts))
     assert result.returncode == 3, result.stdout + result.stderr
     assert "no verified run to dump (DEAD: " in result.stderr
