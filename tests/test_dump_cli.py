@@ -165,7 +165,7 @@ def test_a_dead_service_is_refused_and_nothing_is_written(
     log = tmp_path / "serve.log"
     log.write_text(f"[2026-12-01 09:20:06] {READY}\n")
     # a match no process has: another test's sim on a port given out twice is no run of it
-    never = f"no-such-server-{tmp_path.name}"
+    never = f"/no-such-server/{tmp_path.name}"
     hosts = config(tmp_path, "  here:\n    local: true\n", log, free_port(), never)
     result = babysit("dump", "here/qwen", "--config", str(hosts))
     assert result.returncode == 3, result.stdout + result.stderr
