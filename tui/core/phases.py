@@ -182,7 +182,7 @@ def startup(
         spent = last.get(phase)
         if spent is not None and spent > 0 and elapsed > OVERDUE_FACTOR * spent:
             overdue = spent
-        eta = now + _remaining(phase, elapsed, seen, last)
+        eta = now + _remaining(phase, elapsed, {n for n, _ in passed}, last)
     return Startup(phase, since, tuple(passed), done, total, last, eta, overdue)
 
 
@@ -208,13 +208,14 @@ def _last_durations(
     return {}
 
 
-def _remaining(phase: str, elapsed: float, seen: set[str], last: Mapping[str, float]) -> float:
+def _remaining(phase: str, elapsed: float, passed: set[str], last: Mapping[str, float]) -> float:
     """Seconds to ready by the last run: what is left of this phase (none once it ran
-    past its last duration) and every later phase the last run went through."""
+    past its last duration) and each phase the last run went through after it that this
+    run has not passed (all of them, for a phase the last run did not have)."""
     left = max(0.0, last.get(phase, 0.0) - elapsed)
     names = list(last)
     later = names[names.index(phase) + 1 :] if phase in names else names
-    return left + sum(last[n] for n in later if n not in seen and n != phase)
+    return left + sum(last[n] for n in later if n not in passed)
 
 
 def startup_words(s: Startup, now: float, clock: Callable[[float], str]) -> str:

@@ -39,6 +39,7 @@ from tui.core.metrics.boundaries import LogScanner, RunEvent, RunEventKind
 from tui.core.metrics.model import MetricSample
 from tui.core.metrics.prometheus import PrometheusReaders
 from tui.core.metrics.series import SeriesStore
+from tui.core.phases import Startup, StartupRecord, startup
 from tui.core.runs import Assessment
 from tui.core.service_report import ProbeDetails, ServiceReport
 from tui.core.verdicts import Verdict
@@ -113,6 +114,8 @@ class ServiceFacts:
         #: When the canary in flight was sent (host epoch seconds), or None.
         self._canary_in_flight: float | None = None
         self._canary: CanaryResult | None = None
+        #: The service's run history on the host, from the latest answer.
+        self._startups: tuple[StartupRecord, ...] = ()
 
     @classmethod
     def of(
@@ -300,6 +303,7 @@ class ServiceFacts:
         tail and before the readings of now (which belong to the latest run)."""
         assessment = self._container.observe(assessment)
         self._assessment = assessment
+        self._startups = details.startups
         run = assessment.run
         log = assessment.log
         if log is not None:  # a real answer (an unknown one knows no clock of the host)
@@ -399,6 +403,22 @@ class ServiceFacts:
             self._sample,
             canary=canary,
             progress=self._serving.progress,
+            startup=self._startup_of(a, now),
+        )
+
+    def _startup_of(self, a: Assessment, now: float) -> Startup | None:
+        """Where the run that writes the log is in its startup (None without one)."""
+        run, ready = a.run, a.ready
+        if run is None or ready is None or not a.writes_log:
+            return None
+        return startup(
+            started=run.root.start_time,
+            marks=ready.phases,
+            ready_at=ready.at,
+            ready=bool(ready.seen),
+            history=self._startups,
+            identity=(a.boot_id or "", run.root.pid, run.root.start_ticks),
+            now=now,
         )
 
     def _canary_of(self, a: Assessment) -> CanaryResult | None:

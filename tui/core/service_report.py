@@ -17,7 +17,7 @@ from tui.core.hints import Hint
 from tui.core.launch.diff import LaunchDiff
 from tui.core.metrics.model import MetricSample
 from tui.core.metrics.series import ServiceMetrics
-from tui.core.phases import Startup
+from tui.core.phases import Startup, StartupRecord
 from tui.core.runs import Assessment
 from tui.core.secrets import redact_argv
 from tui.core.serving import Progress
@@ -39,6 +39,10 @@ class ProbeDetails:
     gpu_csv: Mapping[str, object] | None = None
     #: The service's /metrics page, for services with ``metrics: prometheus``.
     prometheus: str | None = None
+    #: The service's run history on the host (each run's phase start times), the
+    #: newest last, and why it could not be read or written.
+    startups: tuple[StartupRecord, ...] = ()
+    startups_problem: str | None = None
 
 
 @dataclass(frozen=True)

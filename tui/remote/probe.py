@@ -379,8 +379,9 @@ async def probe_services(
                 out.append((unknown(host.name, s.name, reason, now), none))
                 continue
             try:
-                assessment = assess(ServiceProbe.from_json(host.name, s.engine.value, data, entry))
-                out.append((assessment, _details(entry, assessment)))
+                probe = ServiceProbe.from_json(host.name, s.engine.value, data, entry)
+                assessment = assess(probe)
+                out.append((assessment, _details(entry, assessment, probe)))
             except AnswerError as error:  # this service's part: the others still count
                 reason = f"the probe's answer was unreadable: {error}"
                 out.append((unknown(host.name, s.name, reason, now), none))
@@ -392,7 +393,7 @@ async def probe_services(
         ]
 
 
-def _details(entry: Fields, assessment: Assessment) -> ProbeDetails:
+def _details(entry: Fields, assessment: Assessment, probe: ServiceProbe) -> ProbeDetails:
     log = entry.opt_child("log")
     args_line = None
     if assessment.run is not None:
@@ -426,4 +427,6 @@ def _details(entry: Fields, assessment: Assessment) -> ProbeDetails:
         args_line=args_line,
         gpu_csv=None if gpu_csv is None else gpu_csv.plain_text(),
         prometheus=page,
+        startups=probe.startups,
+        startups_problem=probe.startups_problem,
     )
