@@ -14,6 +14,9 @@ import dataclasses
 
 import pytest
 from support.reports import build_report
+from test_app_fleet import CONFIG as FLEET
+from test_app_fleet import NOW as FLEET_NOW
+from test_app_fleet import sglang_report
 from test_app_snapshots import HOSTS, INODE, NOW, PID, STARTED, probed
 
 from tui.app.fleet_rows import COLUMNS, STARTUP_COLUMNS, Cell, fleet_row
@@ -261,6 +264,19 @@ def test_an_overdue_row_is_in_the_warning_tone() -> None:
 def test_a_row_without_a_startup_keeps_its_columns() -> None:
     cells = cells_of(report_of(starting()))
     assert all(cells[key].span == 1 for key in STARTUP_COLUMNS)
+
+
+def test_a_starting_row_with_serving_figures_keeps_them_and_notes_its_phase() -> None:
+    host = FLEET.hosts["b200-ct"]
+    service = host.services["qwen"]
+    figures = sglang_report(host.name, service, pid=52001, ready=False, seed=3)
+    report = dataclasses.replace(figures, startup=loading(ON_TIME), hints=())
+    state = HostState().answered([report], FLEET_NOW)
+    row = fleet_row(service, state, FLEET_NOW, interval=2.0)
+    cells = dict(zip((c.key for c in COLUMNS), row.cells, strict=True))
+    assert cells["verdict"].text == Verdict.STARTING.word
+    assert all(cells[key].span == 1 and cells[key].text != "" for key in STARTUP_COLUMNS)
+    assert cells["note"].text.startswith("loading weights 3/8 · ")
 
 
 def test_a_dead_row_with_orphans_notes_them() -> None:

@@ -5,9 +5,9 @@ now: every value older than :data:`AGE_SHOWN_AFTER` carries its age, and
 everything from an old answer is drawn as old. Rows sort worst verdict first
 (:func:`sort_key`). A WEDGED row's note says since when and why; the line under
 the table says its evidence and the run's last canary. A run that is not ready says
-its phase and ETA across the serving columns it has no figures for yet (in the warning
-tone once the phase has run past twice its last run's time); orphans on the service's
-GPUs are the row's note.
+its phase and ETA across the serving columns when it has no figures for them yet (else
+in its note, after the others), in the warning tone once the phase has run past twice
+its last run's time; orphans on the service's GPUs are the row's note.
 """
 
 from __future__ import annotations
@@ -213,14 +213,18 @@ def _report_words(
         notes.append((wedged_note(a.wedged, words), None))
         details.extend(f"evidence: {printable(item)}" for item in a.wedged.evidence)
     startup = report.startup
+    phase_note: Note | None = None
     if startup is not None and not startup.ready and a.run is not None:
-        tones = ("warning",) if startup.overdue is not None else ()
-        faded = ("old",) if old else ()
-        first, *rest = STARTUP_COLUMNS
-        cells[first] = Cell(
-            startup_cell(startup, words), (*tones, *faded), span=len(STARTUP_COLUMNS)
-        )
-        cells.update(dict.fromkeys(rest, Cell("")))
+        text = startup_cell(startup, words)
+        warning = "warning" if startup.overdue is not None else None
+        if all(cells.get(key, NONE) == NONE for key in STARTUP_COLUMNS):
+            faded = ("old",) if old else ()
+            first, *rest = STARTUP_COLUMNS
+            tones = (warning, *faded) if warning else faded
+            cells[first] = Cell(text, tones, span=len(STARTUP_COLUMNS))
+            cells.update(dict.fromkeys(rest, Cell("")))
+        else:  # serving figures already (its ready line was not seen): they keep their place
+            phase_note = (text, warning)
         details.append(f"startup: {startup_line(startup, words)}")
     orphans = report.gpus.orphans if report.gpus is not None else ()
     if orphans:
@@ -231,6 +235,8 @@ def _report_words(
     for hint in report.hints:
         details.append(f"hint: {printable(hint.message)}")
         notes.append((f"hint: {printable(hint.message)}", None))
+    if phase_note is not None:
+        notes.append(phase_note)
     return cells, notes, details
 
 
