@@ -2,11 +2,12 @@
 
 A fleet lives in one folder made by :func:`tempfile.mkdtemp` (``babysit-demo-*``)::
 
-    hosts.yaml      the eight services, with launch:, match: and port
+    hosts.yaml      the services, with launch:, match: and port
     fleet.json      every process the demo started: pid, start ticks, boot id
     logs/           one log per service, appended to as ``cmd >> log 2>&1`` would
     sim-state/      the simulated GPUs' registry ($BABYSIT_SIM_STATE)
-    host-state/     run records of relaunches made from the demo's TUI
+    host-state/     run records of relaunches made from the demo's TUI, and the run
+                    history a story's last run is kept in (startups.json)
 
 A pointer to each fleet (``<state dir>/<folder name>.json``) lets ``babysit demo
 --stop`` find a kept fleet, or one whose babysit died without cleaning up.
@@ -31,9 +32,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tui.agent.protocol import STARTUPS_FILE
 from tui.demo.fleetprocs import Recorded, dies_with_parent, free_ports
 from tui.demo.fleetstate import FOLDER_PREFIX, DemoError, state_dir, stop_folder
-from tui.demo.stories import STORIES, Fate, Story, ready_lines
+from tui.demo.stories import STORIES, Fate, LastRun, Story, ready_lines
 from tui.engines import spec
 from tui.procfs import boot_id, start_ticks
 
@@ -44,6 +46,13 @@ SCHEMA = 1
 STAGE_TIMEOUT = 20.0
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 _NVIDIA_SMI_SHIM = Path(__file__).resolve().parents[1] / "sim" / "nvidia-smi"
+#: The simulated GPUs: as many as the stories use.
+GPU_COUNT = max(story.gpu for story in STORIES) + 1
+#: The simulator's inventory variable (its GPUs, read by the sims and the nvidia-smi
+#: stand-in alike).
+SIM_GPUS = "BABYSIT_SIM_GPUS"
+#: Days before the demo its stories' last runs started.
+LAST_RUN_AGE = 86400.0
 
 
 @dataclass
@@ -134,9 +143,32 @@ class Fleet:
         ]
         fleet = cls(folder, members, kept=kept)
         fleet.hosts_yaml.write_text(fleet.render_hosts_yaml(), encoding="utf-8")
+        for m in members:
+            if m.story.last_run is not None:
+                fleet.seed_history(m.story, m.story.last_run)
         fleet._save()
         _write_json(pointers / f"{folder.name}.json", {"schema": SCHEMA, "folder": str(folder)})
         return fleet
+
+    def seed_history(self, story: Story, last: LastRun) -> None:
+        """Keep ``last`` in the service's run history on the host (as the probe agent keeps
+        a run that reached ready), so that its first run shows an ETA."""
+        started = time.time() - LAST_RUN_AGE
+        names = [phase.name for phase in spec(story.engine).phases]
+        record = {
+            "boot_id": "",
+            "pid": 0,
+            "start_ticks": 0,
+            "started": started,
+            "phases": [
+                {"name": name, "at": started + share * last.seconds}
+                for name, share in zip(names, last.shares, strict=False)
+            ],
+            "ready_at": started + last.ready * last.seconds,
+        }
+        folder = self.host_state / story.name
+        folder.mkdir(mode=0o700)
+        _write_json(folder / STARTUPS_FILE, {"runs": [record]}, mode=0o600)
 
     def sim_env(self, gpu: int) -> dict[str, str]:
         """What a sim of this fleet needs besides the inherited environment."""
@@ -144,6 +176,7 @@ class Fleet:
         return {
             "PYTHONPATH": _PACKAGE_PARENT + (os.pathsep + python_path if python_path else ""),
             "BABYSIT_SIM_STATE": str(self.sim_state),
+            SIM_GPUS: str(GPU_COUNT),
             "CUDA_VISIBLE_DEVICES": str(gpu),
         }
 
@@ -241,7 +274,6 @@ class Fleet:
         """Start every service's first run and the load generator. Call from the main
         thread before any other thread exists (``die_with_parent`` ties them to it)."""
         base = dict(os.environ)
-        base.pop("BABYSIT_SIM_GPUS", None)
         for m in self.members:
             env = {**base, **self.sim_env(m.story.gpu)}
             m.proc = self._spawn(
@@ -285,7 +317,7 @@ class Fleet:
         fate = m.story.fate
         if fate is Fate.FAIL_AT_LOAD:
             return proc.poll() is not None
-        if proc.poll() is not None:  # ended early (port taken?): nothing more to stage
+        if proc.poll() is not None or fate is Fate.LOADING:  # ended early (port taken?)
             return True
         if not self._ready(m):
             return False
@@ -318,10 +350,11 @@ class Fleet:
         return count
 
 
-def _write_json(path: Path, data: object) -> None:
-    """Replace ``path`` at once (write a temporary file, then rename)."""
+def _write_json(path: Path, data: object, mode: int = 0o644) -> None:
+    """Replace ``path`` at once (write a temporary file of ``mode``, then rename)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    tmp.chmod(mode)
     tmp.replace(path)
 
 
@@ -336,6 +369,7 @@ def tui_environment(fleet: Fleet) -> dict[str, str]:
         "BABYSIT_STATE": str(fleet.folder / "state"),
         "BABYSIT_SIM_STATE": str(fleet.sim_state),
         "BABYSIT_SIM_PYTHON": sys.executable,
+        SIM_GPUS: str(GPU_COUNT),
     }
     if os.access(_NVIDIA_SMI_SHIM, os.X_OK):
         env["PATH"] = f"{_NVIDIA_SMI_SHIM.parent}{os.pathsep}{os.environ.get('PATH', '')}"

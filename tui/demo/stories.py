@@ -1,8 +1,10 @@
-"""The demo's eight services, of four engines: what each one runs, and the trap it shows.
+"""The demo's nine services, of four engines: what each one runs, and the trap it shows.
 
 Each :class:`Story` says how its first run is started and what the demo then
 does to it (:class:`Fate`), what its ``launch:`` in hosts.yaml starts, and the
-verdict ``babysit status`` must give once the trap is set.
+verdict ``babysit status`` must give once the trap is set. A story may come with a
+:class:`LastRun`: the service's run history on the host then holds one run that reached
+ready, so the first run on screen already has an ETA.
 """
 
 from __future__ import annotations
@@ -42,6 +44,19 @@ class Fate(enum.Enum):
     REPLACE_LOG_WHEN_READY = "replace log when ready"
     #: Nothing: its scenario makes it fail while loading.
     FAIL_AT_LOAD = "fail at load"
+    #: Nothing: it loads (slowly) while the demo is watched.
+    LOADING = "loading"
+
+
+@dataclass(frozen=True)
+class LastRun:
+    """The run of the service before the demo's, as its run history on the host keeps it:
+    ``seconds`` from its start to ready, each of the engine's startup phases begun at its
+    share of them (``shares``, in the engine's order) and ready at ``ready``."""
+
+    seconds: float
+    shares: tuple[float, ...]
+    ready: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -79,6 +94,8 @@ class Story:
     sim_flags: tuple[str, ...] = ()
     #: The service's ``wedged_after`` in hosts.yaml (None: babysit's default).
     wedged_after: float | None = None
+    #: The run its host's run history keeps from before the demo, or None.
+    last_run: LastRun | None = None
 
 
 STORIES: tuple[Story, ...] = (
@@ -189,5 +206,20 @@ STORIES: tuple[Story, ...] = (
         sim_flags=("--wedge-after", "4"),
         wedged_after=8.0,
         streams=2,
+    ),
+    Story(
+        name="gpu8-slow",
+        engine=Engine.SGLANG.value,
+        gpu=8,
+        seed=9,
+        # slow-load takes four times this: three minutes, shard by shard
+        load_seconds=45.0,
+        fate=Fate.LOADING,
+        expected=Verdict.STARTING,
+        comment="loads slowly: STARTING, its phase, shard count and an ETA from its last run",
+        scenario="slow-load",
+        # the shares at which the simulator's SGLang begins loading weights, allocating
+        # the KV cache, capturing CUDA graphs and warming up; ready once warmed up
+        last_run=LastRun(180.0, (0.12, 0.62, 0.66, 0.84), ready=0.95),
     ),
 )
