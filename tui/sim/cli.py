@@ -5,7 +5,7 @@ Synopsis::
 
     babysit sim --engine sglang|vllm|llamacpp|tgi [--engine-version V] [--port P]
                 [--load-seconds S] [--scenario NAME] [--seed N] [--tp N] [--stats-interval S]
-                [--log-format F] [--wedge-after S] [-- SERVER FLAGS...]
+                [--log-format F] [--wedge-after S] [--shards N] [-- SERVER FLAGS...]
     babysit sim nvidia-smi [--query-gpu=F,... | --query-compute-apps=F,... | -L] [--format=csv,...]
 
 Everything after ``--`` is kept verbatim in the process's argv (so
@@ -51,6 +51,14 @@ that then hang (a started stream stops) and print no progress line any more;
 ``nccl-timeout`` first prints torch's NCCL watchdog timeout lines, ``engine-dead`` the
 engine core's death, after which completions answer 500 at once.
 
+Scenario ``slow-load`` prints each phase of the engine's startup as the engine does, with
+its progress: the weights shard by shard (``--shards N``, default 8: vLLM's and SGLang's
+``Loading safetensors checkpoint shards`` bar, TGI's ``Download: [k/N]`` lines,
+llama.cpp's split GGUF), the KV cache, the CUDA-graph capture bars (vLLM, SGLang), the
+warm-up, then the ready line. It takes four times ``--load-seconds``, each phase the same
+fixed share of it in every run (so three times the seconds is three times each phase);
+the shares are in each engine's startup module.
+
 Scenario ``orphan-workers`` (``--tp`` 2 or more): the worker children start sessions of
 their own, keep the log open and outlive the server, each holding its GPU memory in the
 ``nvidia-smi`` stand-in until SIGTERM or SIGKILL ends it.
@@ -66,10 +74,20 @@ import argparse
 import importlib
 import sys
 
-from tui.sim.config import DEFAULT_WEDGE_AFTER, ORPHANING, SCENARIOS, Scenario, SimConfig
+from tui.sim.config import (
+    DEFAULT_SHARDS,
+    DEFAULT_WEDGE_AFTER,
+    ORPHANING,
+    SCENARIOS,
+    Scenario,
+    SimConfig,
+)
 from tui.sim.engine import EngineKind
 from tui.sim.errors import USAGE_EXIT, SimUsageError
 from tui.sim.flags import parse_flags
+
+#: the most checkpoint files ``--shards`` accepts
+MAX_SHARDS = 999
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -103,6 +121,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=8.0,
         metavar="S",
         help="how long startup takes, first line to ready line (default 8)",
+    )
+    parser.add_argument(
+        "--shards",
+        type=int,
+        default=DEFAULT_SHARDS,
+        metavar="N",
+        help=f"checkpoint files the slow-load scenario loads (default {DEFAULT_SHARDS})",
     )
     parser.add_argument(
         "--scenario",
@@ -203,6 +228,8 @@ def parse_config(argv: list[str]) -> SimConfig:
         parser.error(f"{ORPHANING} needs workers: --tp 2 or more")
     if not 0 <= port <= 65535:
         parser.error("--port must be between 0 and 65535")
+    if not 1 <= args.shards <= MAX_SHARDS:
+        parser.error(f"--shards must be between 1 and {MAX_SHARDS}")
     if args.load_seconds < 0:
         parser.error("--load-seconds must not be negative")
     if not 0 <= args.wedge_after < float("inf"):
@@ -223,6 +250,7 @@ def parse_config(argv: list[str]) -> SimConfig:
         flags=flags,
         log_format=args.log_format,
         wedge_after=args.wedge_after,
+        shards=args.shards,
     )
 
 

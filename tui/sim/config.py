@@ -31,6 +31,11 @@ WEDGING = ("wedged", "nccl-timeout", "engine-dead")
 #: The scenario whose workers (``--tp N``, N >= 2) start sessions of their own and outlive
 #: the server, holding their GPU memory (:mod:`tui.sim.orphan`).
 ORPHANING = "orphan-workers"
+#: ``slow-load`` takes this many times ``--load-seconds``, each phase the same share of it
+#: as in every run (the engines' startup modules name the shares)
+SLOW_FACTOR = 4.0
+#: default of ``--shards``: the checkpoint files a ``slow-load`` startup loads
+DEFAULT_SHARDS = 8
 #: default of ``--wedge-after``: seconds of serving before a wedging scenario strikes
 DEFAULT_WEDGE_AFTER = 20.0
 
@@ -79,3 +84,16 @@ class SimConfig:
     log_format: str = "default"
     #: seconds of serving after ready before a wedging scenario (:data:`WEDGING`) strikes
     wedge_after: float = DEFAULT_WEDGE_AFTER
+    #: checkpoint files a ``slow-load`` startup loads (``--shards``)
+    shards: int = DEFAULT_SHARDS
+
+    @property
+    def slow(self) -> bool:
+        """``slow-load``: the startup prints every phase's progress, over
+        :data:`SLOW_FACTOR` times ``--load-seconds``."""
+        return self.scenario.name == "slow-load"
+
+    @property
+    def startup_seconds(self) -> float:
+        """First line to ready line: ``--load-seconds``, times :data:`SLOW_FACTOR` when slow."""
+        return self.load_seconds * (SLOW_FACTOR if self.slow else 1.0)

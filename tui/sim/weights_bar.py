@@ -2,6 +2,17 @@
 
 from __future__ import annotations
 
+from tui.sim.config import SimConfig
+
+#: the shortest span a bar's rate is computed over (``--load-seconds 0``)
+MIN_SPAN = 1e-3
+
+
+def shard_rate(cfg: SimConfig, drawn: float, span: float, shards: int) -> float:
+    """Shards a second the bar shows: ``drawn``, or in ``slow-load`` the pace of its
+    updates (``shards`` over ``span`` seconds)."""
+    return shards / max(span, MIN_SPAN) if cfg.slow else drawn
+
 
 def safetensors_bar(done: int, shards: int, rate: float) -> str:
     """One update of the weight loader's tqdm bar, as tqdm writes it: ``\\r`` + bar + ``\\n``.

@@ -1,5 +1,13 @@
 """llama-server's startup, first line to ready: build and system info, the HTTP bind, the
-model loader's chatter, the tensors, the context and KV cache, the slots, the ready line."""
+model loader's chatter, the tensors, the context and KV cache, the slots, the ready line.
+
+Every step falls at a fixed share of the startup's length (``--load-seconds``, four
+times that for ``slow-load``): the banner at 0, the devices at 4%, the model's metadata
+at 8%, its description at 14%, the tensors from 20% (loaded at 66%), the context and KV
+cache at 70%, a draft model at 78%, the warm-up at 86%, the slots at 92% and ready at
+100%. ``slow-load`` loads a GGUF split in ``--shards`` files (``additional N GGUFs
+metadata loaded``) and writes the loader's dots a few at a time from 22% to 66%.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +18,18 @@ from tui.sim.llamacpp.lines import LlamaLines
 #: the loader's progress dots (written at once, so no other line lands inside them)
 LOADER_DOTS = 88
 TARGET = "x86_64-linux-gnu"
+#: ``slow-load``: the dots come in this many writes, spread from 22% to 66% of the startup
+DOT_CHUNKS = 8
+DOTS_START = 0.22
+DOTS_SHARE = 0.44
 
 
 class Startup(LlamaLines):
     """The startup plan and the lines it writes."""
 
     def plan(self) -> list[tuple[float, Callable[[], None]]]:
-        slow = self.cfg.scenario.name == "slow-load"
-        total = self.cfg.load_seconds * (4.0 if slow else 1.0)
+        slow = self.cfg.slow
+        total = self.cfg.startup_seconds
         steps: list[tuple[float, Callable[[], None]]] = []
 
         def at(fraction: float, *actions: Callable[[], None]) -> None:
@@ -34,7 +46,15 @@ class Startup(LlamaLines):
         if self.cfg.scenario.name == "killed-at-load":
             at(0.30, self.killed)
             return steps
-        at(0.66, lambda: self.cont("." * LOADER_DOTS + "\n"), self._weights_loaded)
+        if slow:
+            for chunk in range(DOT_CHUNKS):
+                at(
+                    DOTS_START + DOTS_SHARE * chunk / DOT_CHUNKS,
+                    lambda: self.cont("." * (LOADER_DOTS // DOT_CHUNKS)),
+                )
+            at(0.66, lambda: self.cont("\n"), self._weights_loaded)
+        else:
+            at(0.66, lambda: self.cont("." * LOADER_DOTS + "\n"), self._weights_loaded)
         at(0.70, self._context)
         if self.spec_on:
             at(0.78, self._draft)
@@ -42,6 +62,15 @@ class Startup(LlamaLines):
         at(0.92, self._slots_ready)
         at(1.0, lambda: self.host.mark_ready(self._ready_line))
         return steps
+
+    @property
+    def loaded_path(self) -> str:
+        """The GGUF file opened first: in ``slow-load`` the first of ``--shards`` splits."""
+        splits = self.cfg.shards
+        if not self.cfg.slow or splits < 2:
+            return self.model_path
+        stem = self.model_path.removesuffix(".gguf")
+        return f"{stem}-00001-of-{splits:05d}.gguf"
 
     def _log_requests(self) -> None:
         """The HTTP server runs from the start, so requests are logged while loading too."""
@@ -84,7 +113,7 @@ class Startup(LlamaLines):
             f"http threads: {self.threads * 2 - 1}"
         )
         self.log("main: loading model")
-        self.srv("load_model", f"loading model '{self.model_path}'")
+        self.srv("load_model", f"loading model '{self.loaded_path}'")
 
     def _devices(self) -> None:
         self.llama("ggml_cuda_init: GGML_CUDA_FORCE_MMQ:    no")
@@ -102,9 +131,13 @@ class Startup(LlamaLines):
 
     def _metadata(self) -> None:
         m = self.model
+        if self.loaded_path != self.model_path:
+            self.llama(
+                f"llama_model_loader: additional {self.cfg.shards - 1} GGUFs metadata loaded."
+            )
         self.llama(
             f"llama_model_loader: loaded meta data with 33 key-value pairs and "
-            f"{m.layers * 11 + 3} tensors from {self.model_path} (version GGUF V3 (latest))"
+            f"{m.layers * 11 + 3} tensors from {self.loaded_path} (version GGUF V3 (latest))"
         )
         self.llama(
             "llama_model_loader: Dumping metadata keys/values. "

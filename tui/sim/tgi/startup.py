@@ -1,9 +1,21 @@
-"""TGI's startup: the ``Args`` dump, the weights check, shards, warmup, ``Connected``."""
+"""TGI's startup: the ``Args`` dump, the weights check, shards, warmup, ``Connected``.
+
+Every step falls at a fixed share of the startup's length (``--load-seconds``, four
+times that for ``slow-load``): args at 0, the weights check from 3% to 8%, the shards
+start at 10% (weights in memory at 30%), the shards are ready at 56%, the webserver
+starts at 60%, warms up from 64% (CUDA graphs at 70%), the batch limit at 90% and
+``Connected`` at 95%. ``slow-load`` downloads ``--shards`` weight files instead of
+finding them on the host (``Download file:``, ``Downloaded ... in ...``,
+``Download: [k/N] -- ETA: ...`` from 4% to 7.5%) and, from 3.0, logs the KV-cache
+blocks the warmup allocates (at 67%).
+"""
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable
+from datetime import timedelta
 
 from tui.sim.tgi.args import args_dump
 from tui.sim.tgi.lines import Span, TgiLines
@@ -14,6 +26,13 @@ from tui.sim.version import Version
 #: the shard manager says it is still waiting every 10 s (``wait_time.elapsed() > 10s``)
 WAIT_LINE_SECONDS = 10.0
 DOWNLOAD = Span("download")
+#: where the shard's hub downloads go in TGI's image (``HUGGINGFACE_HUB_CACHE=/data``)
+HUB_CACHE = "/data"
+#: the story's seconds per weight file (printed, never slept)
+DOWNLOAD_SECONDS = 7
+#: share of the startup the downloads take in ``slow-load``, from 4%
+DOWNLOAD_START = 0.04
+DOWNLOAD_SHARE = 0.035
 
 
 class Startup(TgiLines):
@@ -33,8 +52,8 @@ class Startup(TgiLines):
         return f"/tmp/text-generation-server-{rank}"  # noqa: S108 - printed only
 
     def plan(self) -> list[tuple[float, Callable[[], None]]]:
-        slow = self.cfg.scenario.name == "slow-load"
-        total = self.cfg.load_seconds * (4.0 if slow else 1.0)
+        slow = self.cfg.slow
+        total = self.cfg.startup_seconds
         rng = self.host.rng
         mem = self.mem
         ranks = range(self.cfg.tp)
@@ -53,7 +72,13 @@ class Startup(TgiLines):
                 f"Starting check and download process for {self.model_id}", span=DOWNLOAD
             ),
         )
-        at(0.06, lambda: self.launcher("Files are already present on the host. Skipping download."))
+        if slow:
+            self._plan_downloads(at)
+        else:
+            at(
+                0.06,
+                lambda: self.launcher("Files are already present on the host. Skipping download."),
+            )
         at(
             0.08,
             lambda: self.launcher(
@@ -104,6 +129,8 @@ class Startup(TgiLines):
         )
         at(0.60, lambda: self.launcher("Starting Webserver"))
         at(0.64, lambda: self.router("warmup", "Warming up model"))
+        if slow and self.v >= V3:
+            at(0.67, self._kv_blocks)
         if self.cuda_graphs and self.v >= V3:
             sizes = sorted(self.cuda_graphs, reverse=True)
             at(0.70, lambda: self.launcher(f"Cuda Graphs are enabled for sizes {sizes}"))
@@ -116,6 +143,36 @@ class Startup(TgiLines):
         )
         at(0.95, self._connected)
         return steps
+
+    def _plan_downloads(self, at: Callable[..., None]) -> None:
+        """Each weight file: the shard's ``Download file:``, ``Downloaded ... in ...`` and
+        ``Download: [k/N] -- ETA: ...`` (times from the story: each file takes the same)."""
+        files = self.cfg.shards
+        digest = hashlib.sha1(self.model_id.encode(), usedforsecurity=False).hexdigest()
+        cache = f"{HUB_CACHE}/models--{self.model_id.replace('/', '--')}/snapshots/{digest}"
+        for index in range(files):
+            name = f"model-{index + 1:05d}-of-{files:05d}.safetensors"
+            took = timedelta(seconds=DOWNLOAD_SECONDS)
+            elapsed = took * (index + 1)
+            remaining = files - (index + 1)
+            eta = elapsed / (index + 1) * remaining if remaining > 0 else 0
+            lines = (
+                f"Download file: {name}",
+                f"Downloaded {cache}/{name} in {took}.",
+                f"Download: [{index + 1}/{files}] -- ETA: {eta}",
+            )
+            at(
+                DOWNLOAD_START + DOWNLOAD_SHARE * index / files,
+                lambda line=lines[0]: self.launcher(line, span=DOWNLOAD),
+            )
+            at(
+                DOWNLOAD_START + DOWNLOAD_SHARE * (index + 1) / files,
+                *(lambda line=line: self.launcher(line, span=DOWNLOAD) for line in lines[1:]),
+            )
+
+    def _kv_blocks(self) -> None:
+        """The shard's warmup: blocks of one token with flashinfer's prefix caching (3.0 on)."""
+        self.launcher(f"KV-cache blocks: {self.max_batch_total}, size: 1")
 
     def _config_lines(self) -> None:
         """``{:#?}`` of Args, then what the launcher derives from it."""

@@ -95,15 +95,27 @@ class VllmLines(Engine):
             prefix = f"{self.log_tag(proc, rank)}{level} {stamp} {site} "
         self.host.out.line(prefix + message.replace("\n", "\r\n" + prefix), STDOUT)
 
-    def raw(self, text: str, proc: str = "api", fd: int = STDERR, rank: int = 0) -> None:
-        """Text written straight to stdout/stderr (tracebacks, tqdm, uvicorn)."""
+    def raw(
+        self,
+        text: str,
+        proc: str = "api",
+        fd: int = STDERR,
+        rank: int = 0,
+        *,
+        midline: bool = False,
+    ) -> None:
+        """Text written straight to stdout/stderr (tracebacks, tqdm, uvicorn). The wrapper
+        tags each line's start: ``midline`` text continues a line already tagged (a tqdm
+        update after the first, which ends in no newline)."""
         tag = self.raw_tag(proc, rank)
         lines = text.split("\n")
         trailing = text.endswith("\n")
         if trailing:
             lines = lines[:-1]
-        body = "\n".join(tag + item for item in lines) + ("\n" if trailing else "")
-        self.host.out.write(body, fd)
+        body = "\n".join(
+            item if (midline and index == 0) else tag + item for index, item in enumerate(lines)
+        )
+        self.host.out.write(body + ("\n" if trailing else ""), fd)
 
     def uvicorn(self, message: str, level: str = "INFO") -> None:
         self.raw(f"{(level + ':').ljust(9)} {message}\n")

@@ -1,15 +1,36 @@
 """vLLM's startup, first line to ready: version and args, engine config, weights, KV cache,
-graphs, the route table and uvicorn's lines."""
+graphs, the route table and uvicorn's lines.
+
+Every step falls at a fixed share of the startup's length (``--load-seconds``, four
+times that for ``slow-load``): args at 0, the engine config at 6%, the weights from 12%
+(shards from 15% to 50%, loaded at 52%), the KV cache at 58%, CUDA graphs from 62% to 80%,
+the engine's init time at 83%, the routes at 90% and ready at 95%. ``slow-load`` loads
+``--shards`` files with the bar's rate following its own pace, and prints the CUDA-graph
+capture bars of the release between 62% and 80%.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from tui.sim import tqdm_bar
 from tui.sim.version import V
 from tui.sim.vllm.lines import VllmLines
 from tui.sim.vllm.namespace import NAMESPACE, ORDER
 from tui.sim.vllm.releases import DEFAULT_PORT
 from tui.sim.weights_bar import safetensors_bar
+from tui.sim.weights_bar import shard_rate as shard_rate_of
+
+#: share of the startup the weight shards take (from 15%), and the CUDA-graph bars (from 62%)
+SHARD_SHARE = 0.35
+GRAPH_START = 0.62
+GRAPH_SHARE = 0.18
+SHAPES_BAR = "Capturing CUDA graph shapes"
+#: capture sizes: V0's [1, 2, 4] + 8..256; V1's [1, 2, 4] + 8..512 and, for FULL decode, up
+#: to max_num_seqs 256
+V0_GRAPH_SIZES = 35
+V1_GRAPH_SIZES = 67
+V1_DECODE_GRAPH_SIZES = 35
 
 V0_CUDAGRAPH_NOTE = (
     "Capturing cudagraphs for decoding. This may lead to unexpected consequences if the model is "
@@ -98,13 +119,13 @@ class Startup(VllmLines):
         return text
 
     def plan(self) -> list[tuple[float, Callable[[], None]]]:
-        slow = self.cfg.scenario.name == "slow-load"
-        total = self.cfg.load_seconds * (4.0 if slow else 1.0)
+        slow = self.cfg.slow
+        total = self.cfg.startup_seconds
         rng = self.host.rng
         v = self.v
         mem = self.mem
-        shards = self.model.shards
-        shard_rate = rng.uniform(0.9, 1.6) / (4.0 if slow else 1.0)
+        shards = self.cfg.shards if slow else self.model.shards
+        shard_rate = shard_rate_of(self.cfg, rng.uniform(0.9, 1.6), total * SHARD_SHARE, shards)
         load_secs = shards / shard_rate + rng.uniform(0.4, 2.5)
         graph_secs = rng.uniform(4.0, 19.0)
         compile_secs = rng.uniform(8.0, 40.0)
@@ -138,7 +159,7 @@ class Startup(VllmLines):
         )
         for index in range(shards + 1):
             at(
-                0.15 + 0.35 * index / shards,
+                0.15 + SHARD_SHARE * index / shards,
                 lambda i=index: self._shard_line(i, shards, shard_rate, loader),
             )
         at(0.50, lambda: self._shard_line(shards, shards, shard_rate, loader, closing=True))
@@ -154,6 +175,7 @@ class Startup(VllmLines):
                     lambda: self.per_rank("cudagraph", V0_CUDAGRAPH_NOTE),
                     lambda: self.per_rank("cudagraph2", V0_CUDAGRAPH_OOM_NOTE),
                 )
+            self._plan_graph_bars(at, total, loader)
             graphs = f"Graph capturing finished in {graph_secs:.0f} secs, took {mem.graph:.2f} GiB"
             at(0.80, lambda: self.per_rank("graph_done", graphs), memory("graph"))
         if not self.v0:
@@ -171,6 +193,34 @@ class Startup(VllmLines):
         at(0.90, self._route_lines)
         at(0.95, self._uvicorn_start)
         return steps
+
+    def _graph_bars(self) -> list[tuple[str, int]]:
+        """(description, sizes) of each CUDA-graph capture bar this release prints."""
+        if self.v0:
+            return [(SHAPES_BAR, V0_GRAPH_SIZES)] if self.v >= V("0.7.0") else []
+        if self.v < V("0.10.2"):
+            return [(SHAPES_BAR, V1_GRAPH_SIZES)]
+        mixed = ("Capturing CUDA graphs (mixed prefill-decode, PIECEWISE)", V1_GRAPH_SIZES)
+        if self.v < V("0.11.0"):
+            return [mixed]
+        return [mixed, ("Capturing CUDA graphs (decode, FULL)", V1_DECODE_GRAPH_SIZES)]
+
+    def _plan_graph_bars(self, at: Callable[..., None], total: float, proc: str) -> None:
+        """``slow-load``: each capture bar, one update per size, spread evenly from 62% to 80%."""
+        bars = self._graph_bars() if self.cfg.slow else []
+        steps = sum(sizes + 1 for _, sizes in bars)
+        step_secs = total * GRAPH_SHARE / max(steps, 1)
+        index = 0
+        for desc, sizes in bars:
+            updates = [
+                tqdm_bar.bar(done, sizes, done * step_secs, desc) for done in range(sizes + 1)
+            ]
+            for done, text in enumerate(tqdm_bar.redraws(updates)):
+                at(
+                    GRAPH_START + GRAPH_SHARE * index / steps,
+                    lambda t=text, m=done > 0: self.raw(t, proc=proc, midline=m),
+                )
+                index += 1
 
     def _version_lines(self) -> None:
         if self.v < V("0.15.0"):
