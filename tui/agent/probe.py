@@ -164,7 +164,13 @@ def probe(args):
         clients_problem = reason_of(error)
     wanting = [entries[i] for i, s in enumerate(services) if s.get("gpus") is not None]
     if wanting:
-        readings = gpu_readings(view, entries, float(args.get("apps_max_age") or 0))
+        readings = gpu_readings(
+            view,
+            services,
+            entries,
+            float(args.get("apps_max_age") or 0),
+            args.get("gpu_owners") or [],
+        )
         for entry in wanting:
             entry["gpu_csv"] = readings
     return {
