@@ -4,26 +4,33 @@ run — through the agent, over every transport, with the nvidia-smi stand-in.""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import psutil
 import pytest
+from sim_helpers import Sim, nvidia_smi, sim_env
 from support.reports import report_host
 from support.servers import REPO, Server, free_port
 from support.sshd import Sshd, start_sshd
 from support.wait import wait_until
 
 from tui.config import Host
+from tui.core.gpu import APPS_QUERY
 from tui.core.hint import HintRule
 from tui.core.verdicts import Verdict
 from tui.hostsfile import parse_config
 from tui.remote import SshLinks, open_transport
-from tui.remote.probe import probe_host
+from tui.remote.probe import ProbeChannel, probe_host
 from tui.remote.transport import Transport
 from tui.sim.gpus import ProcUse, SimRecord, proc_start_ticks, write_record
 
@@ -130,6 +137,9 @@ import os, sys, time
 from pathlib import Path
 from tui.sim.gpus import ProcUse, SimRecord, proc_start_ticks, write_record
 state, gpu, mib = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+if len(sys.argv) > 4:  # a worker's title, as prctl(PR_SET_NAME) sets it
+    import ctypes
+    ctypes.CDLL(None).prctl(15, sys.argv[4].encode()[:15], 0, 0, 0)
 me = os.getpid()
 ticks = proc_start_ticks(me)
 use = ProcUse(me, ticks, gpu, mib)
@@ -187,10 +197,13 @@ def gpu_state(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, orphans_sshd: Sshd
 ) -> Iterator[Path]:
     """The nvidia-smi stand-in on PATH, here and on the sshd's hosts, reading this test's
-    sim registry (which is returned)."""
+    sim registry (which is returned); each run's first argument is appended to
+    ``nvidia-smi.calls`` beside it."""
     state = tmp_path / "sim-state"
+    calls = tmp_path / "nvidia-smi.calls"
     shim = (
         "#!/bin/sh\n"
+        f'echo "$1" >> {shlex.quote(str(calls))}\n'
         f"BABYSIT_SIM_STATE={shlex.quote(str(state))} "
         f"BABYSIT_SIM_PYTHON={shlex.quote(sys.executable)} "
         f'exec {shlex.quote(str(REPO / "tui" / "sim" / "nvidia-smi"))} "$@"\n'
@@ -292,3 +305,147 @@ async def test_a_leftover_worker_holding_gpu_memory_is_an_orphan_of_its_service_
     assert [(o.pid, o.gpu, o.worker_of) for o in report.gpus.orphans] == [(worker.pid, 1, "v")]
     (hint,) = [h for h in report.hints if h.rule is HintRule.ORPHANS]
     assert "it looks like a worker of v" in hint.evidence[0]
+
+
+# ------------------------------------------------------------------ the orphan-workers sim
+
+TP = 3
+
+
+def listed(state: Path) -> dict[int, int]:
+    """pid -> MiB as the stand-in lists compute apps now."""
+    done = nvidia_smi(sim_env(state), *APPS_QUERY[1:], shim=False)
+    assert done.returncode == 0, done.stderr
+    return {int(row.split(",")[0]): int(row.split(",")[1]) for row in done.stdout.splitlines()}
+
+
+async def test_the_workers_a_killed_server_leaves_are_its_orphans_and_no_run(
+    place: Callable[..., Host], tmp_path: Path, gpu_state: Path
+) -> None:
+    sim = Sim(
+        tmp_path,
+        "vllm",
+        "--load-seconds",
+        "0.3",
+        "--tp",
+        str(TP),
+        "--scenario",
+        "orphan-workers",
+        server=("serve", "Qwen/Qwen3-8B"),
+        state=gpu_state,
+    )
+    workers: list[int] = []
+    try:
+        sim.wait_ready()
+        workers = wait_until(
+            lambda: (
+                sorted(k.pid for k in kids)
+                if len(kids := psutil.Process(sim.pid).children()) == TP - 1
+                else None
+            ),
+            10,
+            "the server's workers",
+        )
+        ranks = {sim.pid, *workers}
+        wait_until(
+            lambda: set(rows := listed(gpu_state)) == ranks and all(rows.values()),
+            10,
+            "every rank holding memory",
+        )
+        host = place({"v": {"engine": "vllm", "log": str(sim.log_path), "port": sim.port}})
+        live = (await reports_of(host, ["v"]))["v"]
+        assert live.verdict is Verdict.LIVE, live.assessment.summary
+        assert live.gpus is not None and live.gpus.orphans == ()
+        assert set(live.gpus.pids) == ranks
+
+        sim.signal(signal.SIGKILL)
+        sim.wait()
+        held = wait_until(
+            lambda: rows if set(rows := listed(gpu_state)) == set(workers) else None,
+            10,
+            "only the workers in the process list",
+        )
+        dead = (await reports_of(host, ["v"]))["v"]
+        assert dead.verdict is Verdict.DEAD, dead.assessment.summary
+        named = ", ".join(str(pid) for pid in workers)
+        assert f"its workers {named} live on, holding the log open" in dead.assessment.summary
+        assert dead.gpus is not None
+        orphans = sorted((o.pid, o.memory_mib, o.worker_of) for o in dead.gpus.orphans)
+        assert orphans == [(pid, held[pid], "v") for pid in workers]
+        assert len({o.gpu for o in dead.gpus.orphans}) == TP - 1
+        (hint,) = [h for h in dead.hints if h.rule is HintRule.ORPHANS]
+        assert f"2 processes ({', '.join(str(o.pid) for o in dead.gpus.orphans)})" in hint.message
+    finally:
+        sim.stop()
+        for pid in workers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+# ------------------------------------------------------------------ the reused process list
+
+
+def compute_apps_asked(state: Path) -> int:
+    calls = state.parent / "nvidia-smi.calls"
+    lines = calls.read_text().splitlines() if calls.exists() else []
+    return sum(line.startswith("--query-compute-apps") for line in lines)
+
+
+async def test_a_reused_process_list_still_tells_whose_its_processes_are_now(
+    tmp_path: Path, gpu_state: Path
+) -> None:
+    """The list is reused while every process it names lives; the server that held the
+    worker died since: the worker is an orphan at once, without a new list."""
+    log = tmp_path / "v.log"
+    holding = [sys.executable, "-c", HOLD, str(gpu_state), "0", "2048", WORKER_TITLE]
+    with log.open("ab") as out:
+        server = subprocess.Popen(
+            ["bash", "-c", '"$@" & wait', "bash", *holding],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=REPO,
+            env=dict(os.environ, PYTHONPATH=str(REPO)),
+            start_new_session=True,
+        )
+    worker = None
+    try:
+        wait_until(lambda: "held" in log.read_text(), 10, "the worker to hold its memory")
+        (worker,) = psutil.Process(server.pid).children()
+        host = host_of({"v": {"engine": "vllm", "log": str(log), "port": free_port()}})
+        links = SshLinks()
+        transport = open_transport(host, links)
+        channel = ProbeChannel(transport)
+        try:
+            started = max(p.create_time() for p in (psutil.Process(server.pid), worker))
+            await asyncio.sleep(max(0.0, started + 2.0 - time.time()))
+
+            async def refresh() -> list:
+                return await report_host(
+                    transport, host, tail_bytes=0, channel=channel, apps_max_age=60
+                )
+
+            (before,) = await refresh()
+            assert before.assessment.run is not None, before.assessment.summary
+            assert before.gpus is not None and before.gpus.pids == (worker.pid,)
+            assert before.gpus.orphans == ()
+            assert compute_apps_asked(gpu_state) == 1
+
+            server.kill()
+            server.wait(10)
+            (after,) = await refresh()
+            assert compute_apps_asked(gpu_state) == 1  # the same list
+            assert after.gpus is not None and after.gpus.apps_read_at == before.gpus.apps_read_at
+            assert after.verdict is Verdict.DEAD, after.assessment.summary
+            assert [(o.pid, o.memory_mib, o.worker_of) for o in after.gpus.orphans] == [
+                (worker.pid, 2048, "v")
+            ]
+        finally:
+            await channel.close()
+            await links.close()
+    finally:
+        if server.poll() is None:
+            server.kill()
+        server.wait(10)
+        if worker is not None and worker.is_running():
+            worker.kill()
