@@ -1,6 +1,7 @@
 """The demo's slow-loading service starts with a last run in its host's run history, so its
 first run on screen already has an ETA: the history the demo seeds is what the probe
-agent keeps, and gives the ETA the startup's words say."""
+agent keeps, and gives the ETA the startup's words say. The orphan story's server holds
+a GPU per tensor-parallel rank."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from tui.engines import spec
 pytestmark = pytest.mark.integration
 
 SLOW = next(story for story in STORIES if story.last_run is not None)
+ORPHAN = next(story for story in STORIES if story.fate is Fate.ORPHAN_WHEN_READY)
 
 
 @pytest.fixture
@@ -79,7 +81,14 @@ def test_the_first_run_on_screen_has_an_eta(fleet: Fleet) -> None:
 
 
 def test_the_simulated_gpus_are_as_many_as_the_stories_use(fleet: Fleet) -> None:
-    assert max(story.gpu for story in STORIES) + 1 == GPU_COUNT
-    env = fleet.sim_env(SLOW.gpu)
+    assert max(gpu for story in STORIES for gpu in story.gpus) + 1 == GPU_COUNT
+    env = fleet.sim_env(SLOW.gpus)
     assert env["BABYSIT_SIM_GPUS"] == str(GPU_COUNT)
     assert env["CUDA_VISIBLE_DEVICES"] == str(SLOW.gpu)
+
+
+def test_the_orphan_story_holds_a_gpu_per_rank(fleet: Fleet) -> None:
+    assert ORPHAN.tp > 1 and ORPHAN.scenario == "orphan-workers"
+    ranks = ",".join(str(gpu) for gpu in ORPHAN.gpus)
+    assert fleet.sim_env(ORPHAN.gpus)["CUDA_VISIBLE_DEVICES"] == ranks
+    assert f"gpus: [{', '.join(str(gpu) for gpu in ORPHAN.gpus)}]" in fleet.hosts_yaml.read_text()

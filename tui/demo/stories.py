@@ -1,4 +1,4 @@
-"""The demo's nine services, of four engines: what each one runs, and the trap it shows.
+"""The demo's ten services, of four engines: what each one runs, and the trap it shows.
 
 Each :class:`Story` says how its first run is started and what the demo then
 does to it (:class:`Fate`), what its ``launch:`` in hosts.yaml starts, and the
@@ -46,6 +46,9 @@ class Fate(enum.Enum):
     FAIL_AT_LOAD = "fail at load"
     #: Nothing: it loads (slowly) while the demo is watched.
     LOADING = "loading"
+    #: Kill the server alone (SIGKILL) once it is ready: its workers, in sessions of
+    #: their own, live on holding the GPUs (the demo keeps their pids to stop them).
+    ORPHAN_WHEN_READY = "orphan its workers when ready"
 
 
 @dataclass(frozen=True)
@@ -94,8 +97,14 @@ class Story:
     sim_flags: tuple[str, ...] = ()
     #: The service's ``wedged_after`` in hosts.yaml (None: babysit's default).
     wedged_after: float | None = None
+    #: Tensor-parallel ranks: the service holds GPUs ``gpu`` to ``gpu + tp - 1``.
+    tp: int = 1
     #: The run its host's run history keeps from before the demo, or None.
     last_run: LastRun | None = None
+
+    @property
+    def gpus(self) -> tuple[int, ...]:
+        return tuple(range(self.gpu, self.gpu + self.tp))
 
 
 STORIES: tuple[Story, ...] = (
@@ -221,5 +230,18 @@ STORIES: tuple[Story, ...] = (
         # the shares at which the simulator's SGLang begins loading weights, allocating
         # the KV cache, capturing CUDA graphs and warming up; ready once warmed up
         last_run=LastRun(180.0, (0.12, 0.62, 0.66, 0.84), ready=0.95),
+    ),
+    Story(
+        name="gpu9-orphan",
+        engine=Engine.VLLM.value,
+        gpu=9,
+        seed=10,
+        load_seconds=0.8,
+        fate=Fate.ORPHAN_WHEN_READY,
+        expected=Verdict.DEAD,
+        comment="its server died, its TP workers live on holding GPUs 10 and 11: DEAD, orphans",
+        scenario="orphan-workers",
+        sim_flags=("--tp", "3"),
+        tp=3,
     ),
 )
