@@ -160,7 +160,7 @@ class Fleet:
         """Keep ``last`` in the service's run history on the host (as the probe agent keeps
         a run that reached ready), so that its first run shows an ETA."""
         started = time.time() - LAST_RUN_AGE
-        names = [phase.name for phase in spec(story.engine).phases]
+        names = {phase.name for phase in spec(story.engine).phases}
         record = {
             "boot_id": "",
             "pid": 0,
@@ -168,7 +168,8 @@ class Fleet:
             "started": started,
             "phases": [
                 {"name": name, "at": started + share * last.seconds}
-                for name, share in zip(names, last.shares, strict=False)
+                for name, share in last.shares
+                if name in names
             ],
             "ready_at": started + last.ready * last.seconds,
         }

@@ -54,11 +54,12 @@ class Fate(enum.Enum):
 @dataclass(frozen=True)
 class LastRun:
     """The run of the service before the demo's, as its run history on the host keeps it:
-    ``seconds`` from its start to ready, each of the engine's startup phases begun at its
-    share of them (``shares``, in the engine's order) and ready at ``ready``."""
+    its startup took ``seconds``; each startup phase (by the engine's name for it) began
+    at its share of them (``shares``, in order), and it was ready at ``ready``. Shares
+    of phases the engine does not name are left out of the history."""
 
     seconds: float
-    shares: tuple[float, ...]
+    shares: tuple[tuple[str, float], ...]
     ready: float = 1.0
 
 
@@ -227,9 +228,20 @@ STORIES: tuple[Story, ...] = (
         expected=Verdict.STARTING,
         comment="loads slowly: STARTING, its phase, shard count and an ETA from its last run",
         scenario="slow-load",
-        # the shares at which the simulator's SGLang begins loading weights, allocating
-        # the KV cache, capturing CUDA graphs and warming up; ready once warmed up
-        last_run=LastRun(180.0, (0.12, 0.62, 0.66, 0.84), ready=0.95),
+        # where the simulator's SGLang prints the first line of each phase: the weights
+        # from 12%, their end at 58%, CUDA graphs from 66%, the limits at 87%, uvicorn at
+        # 90%; ready once the warmup request from 93% is answered
+        last_run=LastRun(
+            180.0,
+            (
+                ("loading weights", 0.12),
+                ("allocating KV cache", 0.58),
+                ("capturing CUDA graphs", 0.66),
+                ("starting the API server", 0.87),
+                ("warming up", 0.90),
+            ),
+            ready=0.94,
+        ),
     ),
     Story(
         name="gpu9-orphan",
