@@ -7,6 +7,7 @@ import pytest
 from tui.core.answers import AnswerError, read
 from tui.core.phases import (
     LAUNCHING,
+    OVERDUE_MARGIN,
     READY,
     PhaseMark,
     Startup,
@@ -99,6 +100,18 @@ def test_a_phase_past_twice_its_last_duration_is_overdue_and_the_eta_slides():
 
 def test_exactly_twice_is_not_yet_overdue():
     assert at(T0 + 10 + 120, mark("loading weights", T0 + 10)).overdue is None
+
+
+def test_a_short_phase_is_overdue_only_once_it_runs_the_margin_past_its_last_time():
+    # the last run's KV cache took 5 s: twice is 10 s, the margin makes it 10 s too
+    kv = mark("allocating KV cache", T0 + 70)
+    assert at(T0 + 70 + 10, kv).overdue is None
+    assert at(T0 + 70 + 10.5, kv).overdue == 5.0
+    # a phase the stamps put at 0 s is overdue only past the margin itself
+    quick = StartupRecord("b", 1, 1, T0 - 100, (("warming up", T0 - 90),), ready_at=T0 - 90)
+    warm = mark("warming up", T0 + 1)
+    assert at(T0 + 1 + OVERDUE_MARGIN, warm, history=(quick,)).overdue is None
+    assert at(T0 + 1.5 + OVERDUE_MARGIN, warm, history=(quick,)).overdue == 0.0
 
 
 def test_phases_the_run_skipped_are_not_counted_again():

@@ -7,7 +7,8 @@ container's processes as one run while the container runs (``State.Pid`` the roo
 the other pids of its cgroup its members, babysit's own never among them), and no
 run otherwise. The run's readiness counts from its start: in the json-file from
 the first record of this run (see jsonlog), in a log of its own as any run's, when
-one of the container's processes writes it.
+one of the container's processes writes it. The run is kept in the service's run
+history as any run (see phases.startup_history).
 """
 
 import stat
@@ -17,6 +18,7 @@ from .container import container_facts
 from .files import stat_or_none
 from .jsonlog import json_log_times, json_readiness
 from .logfacts import log_facts
+from .phases import startup_history
 from .readiness import readiness
 
 #: The log format of a container's json-file (tui/core/containers.py DOCKER_JSON).
@@ -54,7 +56,7 @@ def container_entry(view, service):
         else:  # no file to read it in (another log driver): /health tells
             run["ready"] = {"anchor": None, "seen": None, "source": log.get("problem") or "no log"}
         runs.append(run)
-    return {
+    entry = {
         "name": service["name"],
         "container": facts,
         "log": log,
@@ -64,6 +66,8 @@ def container_entry(view, service):
         "record": None,
         "record_state": None,
     }
+    entry.update(startup_history(service, view.boot_id, runs))
+    return entry
 
 
 def container_log(facts, tail_bytes):

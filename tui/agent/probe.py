@@ -21,6 +21,7 @@ from .clients import add_clients
 from .containerprobe import container_entry, writes_this_log
 from .gpu import gpu_readings
 from .logfacts import log_facts
+from .phases import startup_history
 from .readiness import readiness
 from .view import ProcessView
 
@@ -119,7 +120,7 @@ def process_entry(view, service):
                     "cannot read the log %s: %s" % (log_path, reason_of(error))
                 ) from None
         runs.append(run)
-    return {
+    entry = {
         "name": service["name"],
         "log": log,
         "runs": runs,
@@ -129,6 +130,9 @@ def process_entry(view, service):
         "record_state": record_state,
         "leftovers": leftovers,
     }
+    # the run history: when each phase of the run that writes the log began
+    entry.update(startup_history(service, view.boot_id, runs))
+    return entry
 
 
 class ServiceFailed(Exception):

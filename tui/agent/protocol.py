@@ -72,6 +72,8 @@ MODE_DUMP = "dump"
 # Answer additions:
 # * ``ready.phases``: [{"name", "offset", "at", "dated": "stamp" | "before" | "seen",
 #   "done", "total"}], the first line of each phase past the anchor, in log order.
+# * ``ready.at_before``: when the ready line carries no stamp, the last stamped line's
+#   before it (what dates the run's ``ready_at``), or null.
 # * a service entry's ``startups``: the service's run history from
 #   ``<record_dir>/startups.json`` (at most STARTUPS_KEPT runs, the newest last), each
 #   ``{"boot_id", "pid", "start_ticks", "started", "phases": [{"name", "at"}],

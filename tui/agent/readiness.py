@@ -4,6 +4,7 @@ import os
 
 from .files import cannot_read, open_file
 from .logtime import Dater
+from .phases import PhaseScan, compile_phases
 
 READY_SCAN = 8 * 1024 * 1024
 # How far past the anchor to look for the line where the server prints the arguments it
@@ -229,8 +230,9 @@ def holds_whole_run(fd, anchor, start_time, dater):
     return ts is not None and ts < int(start_time)
 
 
-def scan_for(fd, start, end, needles, limit=READY_SCAN):
-    """(offset, line) of the first line in [start, end) containing any needle."""
+def scan_for(fd, start, end, needles, limit=READY_SCAN, *, watch=None):
+    """(offset, line) of the first line in [start, end) containing any needle. ``watch``
+    (a phases.PhaseScan) is fed every byte before that line, in the same pass."""
     if limit is not None:
         end = min(end, start + limit)
     pos = start
@@ -249,12 +251,18 @@ def scan_for(fd, start, end, needles, limit=READY_SCAN):
             line_start = block.rfind(b"\n", 0, index) + 1
             line_end = block.find(b"\n", index)
             line = block[line_start : line_end if line_end >= 0 else len(block)]
+            if watch is not None:
+                watch.feed(block, base, line_start)
             return base + line_start, line.decode("utf-8", "replace")
         cut = block.rfind(b"\n")
         carry = block[cut + 1 :] if cut >= 0 else block
         if len(carry) > 65536:
             carry = carry[-65536:]
+        if watch is not None:
+            watch.feed(block, base, len(block) - len(carry))
         pos += len(data)
+    if watch is not None:
+        watch.feed(carry, pos - len(carry), len(carry))
     return None
 
 
@@ -353,7 +361,9 @@ def readiness(log_path, run, record, service):
                 "args_line": args,
                 "source": "no ready line is known for this engine (set ready: in hosts.yaml)",
             }
-        found = scan_for(fd, anchor, st.st_size, [p.encode() for p in ready_patterns])
+        phases = compile_phases(service.get("phases"))
+        scan = PhaseScan(phases, dater, anchor) if phases else None
+        found = scan_for(fd, anchor, st.st_size, [p.encode() for p in ready_patterns], watch=scan)
         result = {
             "anchor": anchor,
             "source": source,
@@ -362,9 +372,13 @@ def readiness(log_path, run, record, service):
             "complete": st.st_size - anchor <= READY_SCAN,
             "args_line": args,
         }
+        if scan is not None:
+            result["phases"] = scan.marks()
         if found is not None:
             result["offset"], result["line"] = found
             result["at"] = dater.time(found[1].encode())
+            if result["at"] is None and scan is not None:
+                result["at_before"] = scan.stamp_behind()
         elif not result["complete"]:
             result["seen"] = None
             result["source"] = "the run wrote more than %d MiB before any ready line" % (

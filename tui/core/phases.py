@@ -30,8 +30,11 @@ from tui.core.units import duration_words
 LAUNCHING = "launching"
 #: From the ready line on.
 READY = "ready"
-#: A phase that has run more than this many times its last run's duration is said.
+#: A phase that has run more than this many times its last run's duration is said...
 OVERDUE_FACTOR = 2.0
+#: ...once it has also run this many seconds past that duration: lines are stamped to
+#: the second, so a phase of 1 s that took 3 s is the stamps' rounding, not a hang.
+OVERDUE_MARGIN = 5.0
 
 
 @dataclass(frozen=True)
@@ -113,7 +116,8 @@ class Startup:
     service's last run that reached ready spent in each phase (empty when none is
     kept). ``eta``: when this run should be ready by those durations (None: ready, or
     nothing to go by). ``overdue``: the last run's duration of this phase, set when this
-    one has run more than :data:`OVERDUE_FACTOR` times it."""
+    one has run more than :data:`OVERDUE_FACTOR` times it (and :data:`OVERDUE_MARGIN`
+    seconds past it)."""
 
     phase: str
     since: float | None
@@ -180,7 +184,7 @@ def startup(
     if last:
         elapsed = max(0.0, now - since) if since is not None else 0.0
         spent = last.get(phase)
-        if spent is not None and spent > 0 and elapsed > OVERDUE_FACTOR * spent:
+        if spent is not None and elapsed > max(OVERDUE_FACTOR * spent, spent + OVERDUE_MARGIN):
             overdue = spent
         eta = now + _remaining(phase, elapsed, {n for n, _ in passed}, last)
     return Startup(phase, since, tuple(passed), done, total, last, eta, overdue)

@@ -48,7 +48,8 @@ from tui.engines.llamacpp.lines import (
     NAME,
     LlamaCppReader,
 )
-from tui.engines.spec import EngineSpec, Phase, Prometheus, Stamp, StampKind
+from tui.engines.llamacpp.phases import PHASES
+from tui.engines.spec import EngineSpec, Prometheus, Stamp, StampKind
 
 __all__ = [
     "HEADER_SPAN",
@@ -237,20 +238,7 @@ SPEC = EngineSpec(
         "spec_ngram_mod_n_min",
         "spec_ngram_mod_n_max",
     ),
-    phases=(
-        Phase(
-            "loading model",
-            ("load_model: loading model", "llama_model_loader: loaded meta data"),
-        ),
-        # "load_tensors: loading model tensors, ..." (2024: "llm_load_tensors: ...")
-        Phase("loading weights", ("load_tensors: ",)),
-        Phase(
-            "allocating KV cache",
-            ("llama_kv_cache", "llama_context: constructing", "llama_new_context_with_model: "),
-        ),
-        # "common_init_from_params: warming up the model with an empty run - please wait ..."
-        Phase("warming up", ("warming up the model",)),
-    ),
+    phases=PHASES,
     prometheus=Prometheus(
         gauges={
             "llamacpp:requests_processing": (Metric.RUNNING, True),

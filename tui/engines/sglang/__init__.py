@@ -20,7 +20,8 @@ from tui.engines._openai import CANARY
 from tui.engines._torch import NCCL_HANGS
 from tui.engines._values import is_set, whole
 from tui.engines.sglang.lines import NAME, Reader
-from tui.engines.spec import ArgsHead, EngineSpec, Phase, Prometheus, Stamp, StampKind
+from tui.engines.sglang.phases import PHASES
+from tui.engines.spec import ArgsHead, EngineSpec, Prometheus, Stamp, StampKind
 
 _LEVEL = r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)"
 
@@ -147,12 +148,7 @@ SPEC = EngineSpec(
     metrics_flags=("--enable-metrics",),
     # setproctitle of the scheduler (one per TP rank), detokenizer and DP controller
     workers=("sglang::scheduler", "sglang::detokenizer", "sglang::data_parallel"),
-    phases=(
-        Phase("loading weights", ("Load weight begin", "Loading safetensors checkpoint shards")),
-        Phase("allocating KV cache", ("KV Cache is allocated",)),
-        Phase("capturing CUDA graphs", ("Capture cuda graph begin", " CUDA graph begin")),
-        Phase("warming up", ("Capture cuda graph end", "Uvicorn running on")),
-    ),
+    phases=PHASES,
     prometheus=Prometheus(
         gauges={
             "sglang:gen_throughput": (Metric.GEN_THROUGHPUT, True),

@@ -27,10 +27,11 @@ from collections.abc import Mapping
 from tui.core.metrics.model import Metric
 from tui.engines._torch import NCCL_HANGS
 from tui.engines._values import whole
-from tui.engines.spec import ArgsHead, EngineSpec, Phase, Prometheus, Stamp, StampKind
+from tui.engines.spec import ArgsHead, EngineSpec, Prometheus, Stamp, StampKind
 from tui.engines.tgi.args import JSON_FORM, LINE_FORM, TEXT_FORM, read_reported
 from tui.engines.tgi.canary import CANARY
 from tui.engines.tgi.lines import JSON_STAMP, TEXT_STAMP, reader
+from tui.engines.tgi.phases import PHASES
 
 
 def draft_tokens(values: Mapping[str, object]) -> int | None:
@@ -127,16 +128,7 @@ SPEC = EngineSpec(
     spec_keys=("speculate",),
     # each shard runs `text-generation-server serve` under the launcher
     workers=("text-generation-server",),
-    phases=(
-        Phase(
-            "downloading weights",
-            ("Starting check and download process for", "Starting download process"),
-        ),
-        Phase("loading weights", ("Starting shard", "Waiting for shard to be ready")),
-        Phase("starting the API server", ("Shard ready in", "Starting Webserver")),
-        Phase("warming up", ("Warming up model",)),
-        Phase("capturing CUDA graphs", ("Cuda Graphs are enabled for sizes",)),
-    ),
+    phases=PHASES,
     prometheus=Prometheus(
         gauges={
             "tgi_queue_size": (Metric.QUEUED, True),

@@ -20,8 +20,9 @@ from tui.engines._literals import read_reported
 from tui.engines._openai import CANARY
 from tui.engines._torch import NCCL_HANGS
 from tui.engines._values import mapping, whole
-from tui.engines.spec import ArgsHead, EngineSpec, Phase, Prometheus, Stamp, StampKind
+from tui.engines.spec import ArgsHead, EngineSpec, Prometheus, Stamp, StampKind
 from tui.engines.vllm.lines import LEVEL, NAME, TAG, Reader
+from tui.engines.vllm.phases import PHASES
 
 #: An ANSI colour escape (0.33's coloured formatter), as the agent reads raw bytes.
 _COLOUR = r"(?:\x1b\[[0-9;]*m)*"
@@ -128,20 +129,7 @@ SPEC = EngineSpec(
     spec_keys=("speculative_config", "speculative_model", "num_speculative_tokens"),
     # set_process_title(): EngineCore and the multiproc executor's Worker_TP<rank>
     workers=("VLLM::EngineCore", "VLLM::Worker", "VllmWorker"),
-    phases=(
-        Phase(
-            "loading weights",
-            (
-                "Starting to load model",
-                "Loading safetensors checkpoint shards",
-                "Loading weights took",
-            ),
-        ),
-        Phase("allocating KV cache", ("Available KV cache memory", "GPU KV cache size")),
-        Phase("capturing CUDA graphs", ("Capturing CUDA graph",)),
-        Phase("warming up", ("Graph capturing finished", "Uvicorn running on")),
-        Phase("starting the API server", ("Starting vLLM",)),
-    ),
+    phases=PHASES,
     prometheus=Prometheus(
         gauges={
             "vllm:num_requests_running": (Metric.RUNNING, True),
