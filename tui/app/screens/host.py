@@ -239,6 +239,8 @@ class HostScreen(HostActions, HostCanary, HostDump, Screen[None]):
 
     def show_report(self, report: ServiceReport) -> None:
         """The session's report: the verdict, the launch diff, the metrics, the hints."""
+        offers_kill = self.ops is not None and not self.read_only
+        self.query_one(RunBanner).show_report(report, offers_kill=offers_kill)
         self.show_assessment(report.assessment)
         launch_note = None if report.assessment.run else "no run to compare with"
         self.query_one(LaunchPane).show(report.launch, launch_note)
