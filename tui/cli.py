@@ -37,6 +37,11 @@ VERBS: dict[str, tuple[str, str]] = {
         "send a service's run one small completion: time to first token, tokens/s, repetition",
         "tui.commands.canary",
     ),
+    "dump": (
+        "capture what may explain a hang: every process's stacks, nvidia-smi, the log's "
+        "last lines, into one file",
+        "tui.commands.dump",
+    ),
     "parse": (
         "parse a saved server log offline (SGLang, vLLM, llama.cpp, TGI): metric lines and "
         "a summary per metric",

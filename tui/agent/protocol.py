@@ -49,18 +49,24 @@ MODE_CANARY = "canary"
 #: (tui/agent/dump.py).
 #:
 #: Request: ``{"mode": "dump", "pid": P, "start_ticks": T, "boot_id": B, "log": PATH,
-#: "anchor": OFFSET | null, "lines": 200, "record_dir": DIR, "timeout": S}``. The agent
-#: checks that pid P still has start ticks T on boot B, then for P and each process
-#: below it takes a ``py-spy dump`` when py-spy is on the host (else the kernel's view:
-#: ``/proc/PID/stack``, ``wchan``, ``status`` and each thread's state and wchan).
+#: "dev": D | null, "inode": I | null, "anchor": OFFSET | null, "lines": 200,
+#: "record_dir": DIR, "timeout": S, "py_spy": PATH | null}``. The agent checks that pid
+#: P still has start ticks T on boot B, then for P and each process below it takes a
+#: ``py-spy dump`` (at most S seconds each) when py-spy is on the host (else the kernel's
+#: view: ``/proc/PID/stack``, ``wchan``, ``status`` and each thread's state and wchan).
+#: The log's lines are read from the anchor on when the file at PATH is inode I.
 #:
-#: Answer: ``{"run": {"pid", "start_ticks", "same": bool}, "processes": [{"pid", "ppid",
-#: "cmdline", "start_ticks", "how": "py-spy" | "proc", "stack": TEXT | null,
-#: "threads": [{"tid", "name", "state", "wchan", "stack"}], "problem": WORDS | null}],
-#: "py_spy": PATH | null, "ptrace": {"allowed": bool | null, "why": WORDS | null,
-#: "yama_scope": N | null, "cap_sys_ptrace": bool | null}, "nvidia_smi": {"status",
-#: "text", "apps"}, "log": {"path", "dev", "inode", "offset", "lines": [TEXT...],
-#: "problem"}, "record": {...} | null, "taken_at": EPOCH, "elapsed_s": S}``.
+#: Answer: ``{"run": {"pid", "start_ticks", "same": bool, "boot_id"}, "processes":
+#: [{"pid", "ppid", "comm", "cmdline", "start_ticks", "user", "how": "py-spy" | "proc",
+#: "stack": TEXT | null, "threads": [{"tid", "name", "state", "wchan", "stack"}],
+#: "wchan", "status": TEXT | null, "threads_cut": bool, "problem": WORDS | null}],
+#: "processes_cut": bool, "py_spy": PATH | null, "ptrace": {"allowed": bool | null,
+#: "why": WORDS | null, "yama_scope": N | null, "cap_sys_ptrace": bool | null},
+#: "nvidia_smi": {"status", "text", "error", "apps_status", "apps", "apps_error"},
+#: "log": {"path", "dev", "inode", "offset", "lines": [TEXT...], "from_anchor": bool,
+#: "cut": bool, "problem"}, "record": {...} | null, "startups": {...} | null,
+#: "startups_problem": WORDS | null, "problem": WORDS | null (the run is not P's: then
+#: nothing else is gathered), "taken_at": EPOCH, "elapsed_s": S}``.
 MODE_DUMP = "dump"
 
 # ------------------------------------------------------------------ probe extras
@@ -85,6 +91,8 @@ MODE_DUMP = "dump"
 #   "started_at", "ppid", "uid", "user", "cmdline", "comm", "owner": SERVICE | null,
 #   "worker_of": SERVICE | null}``; ``owner`` is the service whose live run holds it (a
 #   probed service or one of ``gpu_owners``); a pid the agent cannot see is left out.
+#   ``gpu_csv.owners_problem`` (WORDS | null) says why some owners' runs could not be
+#   found: a pid no run owns is then left out too, never taken for an orphan.
 #: Runs kept in a service's ``startups.json``.
 STARTUPS_KEPT = 8
 STARTUPS_FILE = "startups.json"

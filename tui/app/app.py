@@ -145,6 +145,12 @@ class BabysitApp(App[int]):
             "One small completion to the run: time to first token, tokens/s, repetition (c)",
             screen.action_canary,
         )
+        if screen.check_action("dump", ()):
+            yield SystemCommand(
+                "Take a dump",
+                "Every process's stacks, nvidia-smi and the last log lines in one file (d)",
+                screen.action_dump,
+            )
         for name in self.host.services:
             if name != self.service.name:
                 yield SystemCommand(

@@ -4,7 +4,10 @@
 now: every value older than :data:`AGE_SHOWN_AFTER` carries its age, and
 everything from an old answer is drawn as old. Rows sort worst verdict first
 (:func:`sort_key`). A WEDGED row's note says since when and why; the line under
-the table says its evidence and the run's last canary.
+the table says its evidence and the run's last canary. A run that is not ready says
+its phase and ETA across the serving columns when it has no figures for them yet (else
+in its note, after the others), in the warning tone once the phase has run past twice
+its last run's time; orphans on the service's GPUs are the row's note.
 """
 
 from __future__ import annotations
@@ -18,10 +21,12 @@ from tui.config import Host, Service
 from tui.core.hostclock import HostWords
 from tui.core.metrics.model import Metric
 from tui.core.metrics.series import Latest, ServiceMetrics
+from tui.core.orphan_words import orphans_note, orphans_words
 from tui.core.report import ServiceReport
 from tui.core.sanitize import printable
 from tui.core.serving import Wedged
 from tui.core.serving_words import canary_gist, cause_short
+from tui.core.startup_words import startup_cell, startup_line
 from tui.core.units import human_age
 from tui.core.verdicts import Verdict
 from tui.session.state import HostState
@@ -55,6 +60,9 @@ COLUMNS: tuple[Column, ...] = (
     Column("log", "last line", 9),
     Column("note", "note", 0),
 )
+#: The columns a run that is not ready says its phase across: those of serving figures,
+#: which it has none of yet (adjacent in :data:`COLUMNS`).
+STARTUP_COLUMNS = ("gen", "accept", "queue", "kv")
 
 
 @dataclass(frozen=True)
@@ -80,11 +88,13 @@ class Fleet:
 @dataclass(frozen=True)
 class Cell:
     """One cell's text and its tones (component classes ``fleet-table--<tone>``), and the
-    age of its value when that is not fresh (drawn after it, as old)."""
+    age of its value when that is not fresh (drawn after it, as old). ``span``: the
+    columns it covers, its own and the next ``span - 1`` (whose cells are not drawn)."""
 
     text: str
     tones: tuple[str, ...] = ()
     age: str = ""
+    span: int = 1
 
 
 @dataclass(frozen=True)
@@ -139,6 +149,8 @@ def _number(latest: Latest) -> str:
 
 
 NONE = Cell("—", ("muted",))
+#: A row note and its tone (None: the row's own).
+Note = tuple[str, str | None]
 
 
 def fleet_row(service: Service, state: HostState, now: float, *, interval: float) -> FleetRow:
@@ -151,7 +163,7 @@ def fleet_row(service: Service, state: HostState, now: float, *, interval: float
     cells = dict.fromkeys((column.key for column in COLUMNS), NONE)
     cells["service"] = Cell(key)
     cells["note"] = Cell("")
-    notes: list[str] = []
+    notes: list[Note] = []
     details: list[str] = []
     tone = ""
     severity = -1
@@ -159,17 +171,8 @@ def fleet_row(service: Service, state: HostState, now: float, *, interval: float
         a = report.assessment
         severity = a.verdict.severity
         tone = a.verdict.tone
-        cells.update(_report_cells(report, lag, old))
-        details.append(f"{a.verdict.word} — {printable(a.summary)}")
-        host_now = a.checked_at + lag
-        if a.verdict is Verdict.WEDGED and a.wedged is not None:
-            notes.append(wedged_note(a.wedged, HostWords(a.utc_offset, host_now)))
-            details.extend(f"evidence: {printable(item)}" for item in a.wedged.evidence)
-        if report.canary is not None:
-            details.append(canary_gist(report.canary, HostWords(a.utc_offset, host_now)))
-        for hint in report.hints:
-            details.append(f"hint: {printable(hint.message)}")
-            notes.append(f"hint: {printable(hint.message)}")
+        filled, notes, details = _report_words(report, lag, old)
+        cells.update(filled)
 
     if state.failure is not None:
         severity = Verdict.UNKNOWN.severity
@@ -177,22 +180,64 @@ def fleet_row(service: Service, state: HostState, now: float, *, interval: float
         cells["verdict"] = Cell(Verdict.UNKNOWN.word, (tone,))
         note = _failure_note(state, now)
         seen = f"; last answer {human_age(lag)} ago" if state.answered_at is not None else ""
-        notes.insert(0, note)
+        notes.insert(0, (note, None))
         details.insert(0, f"UNKNOWN — {note}: {printable(state.failure)}{seen}")
     elif slow and state.asking_since is not None:
         waited = human_age(now - state.asking_since)
-        notes.insert(0, f"no answer for {waited}")
+        notes.insert(0, (f"no answer for {waited}", None))
         details.insert(0, f"no answer for {waited}; what follows is from before")
     elif report is None:
         cells["verdict"] = Cell("…", ("muted",))
-        notes.append("asking…")
+        notes.append(("asking…", None))
         details.append("asking the host…")
 
     if notes:
+        text, own = notes[0]
         bad = state.failure is not None or tone in ("bad", "unknown")
-        cells["note"] = Cell(notes[0], ("bad",) if bad else ("muted",))
+        cells["note"] = Cell(text, ("bad",) if bad else (own or "muted",))
     detail = f"{key} · " + "\n".join(details)
     return FleetRow(key, severity, tuple(cells[c.key] for c in COLUMNS), detail, tone)
+
+
+def _report_words(
+    report: ServiceReport, lag: float, old: bool
+) -> tuple[dict[str, Cell], list[Note], list[str]]:
+    """The cells one report fills, its notes (the first is the row's) and the lines
+    under the table; ``lag`` seconds passed since it came."""
+    a = report.assessment
+    cells = _report_cells(report, lag, old)
+    notes: list[Note] = []
+    details = [f"{a.verdict.word} — {printable(a.summary)}"]
+    words = HostWords(a.utc_offset, a.checked_at + lag)
+    if a.verdict is Verdict.WEDGED and a.wedged is not None:
+        notes.append((wedged_note(a.wedged, words), None))
+        details.extend(f"evidence: {printable(item)}" for item in a.wedged.evidence)
+    startup = report.startup
+    phase_note: Note | None = None
+    if startup is not None and not startup.ready and a.run is not None:
+        text = startup_cell(startup, words)
+        warning = "warning" if startup.overdue is not None else None
+        if all(cells.get(key, NONE) == NONE for key in STARTUP_COLUMNS):
+            faded = ("old",) if old else ()
+            first, *rest = STARTUP_COLUMNS
+            tones = (warning, *faded) if warning else faded
+            cells[first] = Cell(text, tones, span=len(STARTUP_COLUMNS))
+            cells.update(dict.fromkeys(rest, Cell("")))
+        else:  # serving figures already (its ready line was not seen): they keep their place
+            phase_note = (text, warning)
+        details.append(f"startup: {startup_line(startup, words)}")
+    orphans = report.gpus.orphans if report.gpus is not None else ()
+    if orphans:
+        notes.append((orphans_note(orphans), "warning"))
+        details.append(orphans_words(orphans))
+    if report.canary is not None:
+        details.append(canary_gist(report.canary, words))
+    for hint in report.hints:
+        details.append(f"hint: {printable(hint.message)}")
+        notes.append((f"hint: {printable(hint.message)}", None))
+    if phase_note is not None:
+        notes.append(phase_note)
+    return cells, notes, details
 
 
 def wedged_note(wedged: Wedged, words: HostWords) -> str:

@@ -16,9 +16,11 @@ from typing import TYPE_CHECKING
 from tui.cli import add_config_option, add_json_option
 from tui.config import Config, Host, MetricsSource, Service
 from tui.core.hostclock import HostWords
+from tui.core.orphan_words import orphan_line, orphans_words
 from tui.core.sanitize import printable
 from tui.core.service_report import ServiceReport, status_json
 from tui.core.serving_words import canary_gist
+from tui.core.startup_words import startup_line
 from tui.core.verdicts import Verdict, worst_exit_status
 from tui.hostsfile import load_config
 
@@ -104,8 +106,9 @@ async def gather_reports(
 
 def render(reports: Sequence[ServiceReport]) -> str:
     """One line per service (its verdict and why: a WEDGED summary begins with since when
-    and the cause); under it, a WEDGED run's evidence, the run's last canary, and its
-    hints."""
+    and the cause); under it, where a run that is not ready is in its startup, a WEDGED
+    run's evidence, the orphans on the service's GPUs (each one on a line of its own),
+    the run's last canary, and its hints."""
     if not reports:
         return "no services in hosts.yaml\n"
     width = max(len(f"{r.assessment.host}/{r.assessment.service}") for r in reports)
@@ -115,10 +118,17 @@ def render(reports: Sequence[ServiceReport]) -> str:
         name = f"{a.host}/{a.service}"
         under = f"{'':<{width}}  "
         lines.append(f"{name:<{width}}  {a.verdict.word:<9}  {printable(a.summary)}")
+        words = HostWords(a.utc_offset, a.checked_at)
+        startup = report.startup
+        if startup is not None and not startup.ready and a.run is not None:
+            lines.append(f"{under}startup: {startup_line(startup, words, began=True)}")
         if a.verdict is Verdict.WEDGED and a.wedged is not None:  # its summary says since
             lines.extend(f"{under}evidence: {printable(item)}" for item in a.wedged.evidence)
+        orphans = report.gpus.orphans if report.gpus is not None else ()
+        if orphans:
+            lines.append(f"{under}orphans: {orphans_words(orphans)}")
+            lines.extend(f"{under}  {orphan_line(o, words)}" for o in orphans)
         if report.canary is not None:
-            words = HostWords(a.utc_offset, a.checked_at)
             lines.append(f"{under}{canary_gist(report.canary, words)}")
         for hint in report.hints:
             lines.append(f"{under}hint: {printable(hint.message)}")

@@ -2,11 +2,13 @@
 
 A fleet lives in one folder made by :func:`tempfile.mkdtemp` (``babysit-demo-*``)::
 
-    hosts.yaml      the eight services, with launch:, match: and port
-    fleet.json      every process the demo started: pid, start ticks, boot id
+    hosts.yaml      the services, with launch:, match: and port
+    fleet.json      every process the demo started: pid, start ticks, boot id; and the
+                    workers a story's server leaves behind (``workers``)
     logs/           one log per service, appended to as ``cmd >> log 2>&1`` would
     sim-state/      the simulated GPUs' registry ($BABYSIT_SIM_STATE)
-    host-state/     run records of relaunches made from the demo's TUI
+    host-state/     run records of relaunches made from the demo's TUI, and the run
+                    history a story's last run is kept in (startups.json)
 
 A pointer to each fleet (``<state dir>/<folder name>.json``) lets ``babysit demo
 --stop`` find a kept fleet, or one whose babysit died without cleaning up.
@@ -31,9 +33,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
+
+from tui.agent.protocol import STARTUPS_FILE
 from tui.demo.fleetprocs import Recorded, dies_with_parent, free_ports
-from tui.demo.fleetstate import FOLDER_PREFIX, DemoError, state_dir, stop_folder
-from tui.demo.stories import STORIES, Fate, Story, ready_lines
+from tui.demo.fleetstate import FOLDER_PREFIX, WORKERS, DemoError, state_dir, stop_folder
+from tui.demo.stories import STORIES, Fate, LastRun, Story, ready_lines
 from tui.engines import spec
 from tui.procfs import boot_id, start_ticks
 
@@ -44,6 +49,13 @@ SCHEMA = 1
 STAGE_TIMEOUT = 20.0
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 _NVIDIA_SMI_SHIM = Path(__file__).resolve().parents[1] / "sim" / "nvidia-smi"
+#: The simulated GPUs: as many as the stories use.
+GPU_COUNT = max(gpu for story in STORIES for gpu in story.gpus) + 1
+#: The simulator's inventory variable (its GPUs, read by the sims and the nvidia-smi
+#: stand-in alike).
+SIM_GPUS = "BABYSIT_SIM_GPUS"
+#: Days before the demo its stories' last runs started.
+LAST_RUN_AGE = 86400.0
 
 
 @dataclass
@@ -97,6 +109,9 @@ class Fleet:
     kept: bool = False
     load: subprocess.Popen[bytes] | None = None
     recorded: list[Recorded] = field(default_factory=list)
+    #: Workers a story's server leaves behind, recorded as they appear (stopped as the
+    #: fleet's processes are).
+    workers: list[Recorded] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     # ------------------------------------------------------------------ paths
@@ -134,17 +149,42 @@ class Fleet:
         ]
         fleet = cls(folder, members, kept=kept)
         fleet.hosts_yaml.write_text(fleet.render_hosts_yaml(), encoding="utf-8")
+        for m in members:
+            if m.story.last_run is not None:
+                fleet.seed_history(m.story, m.story.last_run)
         fleet._save()
         _write_json(pointers / f"{folder.name}.json", {"schema": SCHEMA, "folder": str(folder)})
         return fleet
 
-    def sim_env(self, gpu: int) -> dict[str, str]:
+    def seed_history(self, story: Story, last: LastRun) -> None:
+        """Keep ``last`` in the service's run history on the host (as the probe agent keeps
+        a run that reached ready), so that its first run shows an ETA."""
+        started = time.time() - LAST_RUN_AGE
+        names = {phase.name for phase in spec(story.engine).phases}
+        record = {
+            "boot_id": "",
+            "pid": 0,
+            "start_ticks": 0,
+            "started": started,
+            "phases": [
+                {"name": name, "at": started + share * last.seconds}
+                for name, share in last.shares
+                if name in names
+            ],
+            "ready_at": started + last.ready * last.seconds,
+        }
+        folder = self.host_state / story.name
+        folder.mkdir(mode=0o700)
+        _write_json(folder / STARTUPS_FILE, {"runs": [record]}, mode=0o600)
+
+    def sim_env(self, gpus: tuple[int, ...]) -> dict[str, str]:
         """What a sim of this fleet needs besides the inherited environment."""
         python_path = os.environ.get("PYTHONPATH")
         return {
             "PYTHONPATH": _PACKAGE_PARENT + (os.pathsep + python_path if python_path else ""),
             "BABYSIT_SIM_STATE": str(self.sim_state),
-            "CUDA_VISIBLE_DEVICES": str(gpu),
+            SIM_GPUS: str(GPU_COUNT),
+            "CUDA_VISIBLE_DEVICES": ",".join(str(gpu) for gpu in gpus),
         }
 
     def render_hosts_yaml(self) -> str:
@@ -159,14 +199,14 @@ class Fleet:
         ]
         for m in self.members:
             story = m.story
-            env = self.sim_env(story.gpu)
+            env = self.sim_env(story.gpus)
             lines += [
                 f"      # {story.comment}",
                 f"      {story.name}:",
                 f"        engine: {story.engine}",
                 f"        log: {q(str(m.log))}",
                 f"        port: {m.port}",
-                f"        gpus: [{story.gpu}]",
+                f"        gpus: [{', '.join(str(gpu) for gpu in story.gpus)}]",
                 *([f"        metrics: {story.metrics}"] if story.metrics else []),
                 *(
                     [f"        wedged_after: {story.wedged_after:g}"]
@@ -196,6 +236,7 @@ class Fleet:
                 "owner": {"pid": os.getpid(), "start_ticks": start_ticks(os.getpid())},
                 "services": [m.story.name for m in self.members],
                 "processes": [r.to_json() for r in self.recorded],
+                WORKERS: [r.to_json() for r in self.workers],
             },
         )
 
@@ -241,9 +282,8 @@ class Fleet:
         """Start every service's first run and the load generator. Call from the main
         thread before any other thread exists (``die_with_parent`` ties them to it)."""
         base = dict(os.environ)
-        base.pop("BABYSIT_SIM_GPUS", None)
         for m in self.members:
-            env = {**base, **self.sim_env(m.story.gpu)}
+            env = {**base, **self.sim_env(m.story.gpus)}
             m.proc = self._spawn(
                 m.story.name,
                 "service",
@@ -254,7 +294,7 @@ class Fleet:
             )
         targets = [f"{m.port}:{m.story.streams}" for m in self.members if m.story.streams]
         argv = [sys.executable, "-m", "tui.demo.load", "--folder", str(self.folder), *targets]
-        env = {**base, "PYTHONPATH": self.sim_env(0)["PYTHONPATH"]}
+        env = {**base, "PYTHONPATH": self.sim_env(())["PYTHONPATH"]}
         self.load = self._spawn(
             "load", "load", argv, log=None, env=env, die_with_parent=die_with_parent
         )
@@ -285,11 +325,18 @@ class Fleet:
         fate = m.story.fate
         if fate is Fate.FAIL_AT_LOAD:
             return proc.poll() is not None
-        if proc.poll() is not None:  # ended early (port taken?): nothing more to stage
+        if proc.poll() is not None or fate is Fate.LOADING:  # ended early (port taken?)
             return True
+        if fate is Fate.ORPHAN_WHEN_READY:
+            self._record_workers(m.story.name, proc.pid)
         if not self._ready(m):
             return False
-        if fate is Fate.KILL_WHEN_READY:
+        if fate is Fate.ORPHAN_WHEN_READY:
+            self._record_workers(m.story.name, proc.pid)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGKILL)  # the server alone, as when it crashes
+            proc.wait()
+        elif fate is Fate.KILL_WHEN_READY:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)  # an unreaped child: its group is ours
             proc.wait()
@@ -297,6 +344,23 @@ class Fleet:
             m.log.unlink()
             m.log.touch()
         return True
+
+    def _record_workers(self, name: str, pid: int) -> None:
+        """Record the descendants of ``pid`` not recorded yet (they may outlive it)."""
+        try:
+            children = psutil.Process(pid).children(recursive=True)
+        except psutil.Error:
+            return
+        known = {(r.pid, r.start_ticks) for r in self.workers}
+        found = []
+        for child in children:
+            ticks = start_ticks(child.pid)
+            if ticks is not None and (child.pid, ticks) not in known:
+                found.append(Recorded(name, child.pid, ticks, "worker"))
+        if found:
+            with self._lock:
+                self.workers.extend(found)
+                self._save()
 
     @staticmethod
     def _ready(m: Member) -> bool:
@@ -318,10 +382,11 @@ class Fleet:
         return count
 
 
-def _write_json(path: Path, data: object) -> None:
-    """Replace ``path`` at once (write a temporary file, then rename)."""
+def _write_json(path: Path, data: object, mode: int = 0o644) -> None:
+    """Replace ``path`` at once (write a temporary file of ``mode``, then rename)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    tmp.chmod(mode)
     tmp.replace(path)
 
 
@@ -336,6 +401,7 @@ def tui_environment(fleet: Fleet) -> dict[str, str]:
         "BABYSIT_STATE": str(fleet.folder / "state"),
         "BABYSIT_SIM_STATE": str(fleet.sim_state),
         "BABYSIT_SIM_PYTHON": sys.executable,
+        SIM_GPUS: str(GPU_COUNT),
     }
     if os.access(_NVIDIA_SMI_SHIM, os.X_OK):
         env["PATH"] = f"{_NVIDIA_SMI_SHIM.parent}{os.pathsep}{os.environ.get('PATH', '')}"

@@ -2,8 +2,9 @@
 
 A pointer to each fleet (``<state dir>/<folder name>.json``) lets ``babysit demo
 --stop`` find a kept fleet, or one whose babysit died without cleaning up. Only the
-verified processes a fleet recorded (:mod:`tui.demo.fleetprocs`), and the runs
-babysit relaunched for its services, are stopped.
+verified processes a fleet recorded (:mod:`tui.demo.fleetprocs`), the workers a
+story's server left behind, and the runs babysit relaunched for its services, are
+stopped.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from tui.procfs import boot_id, start_ticks
 #: Environment variable naming the folder of pointers to running fleets.
 STATE_ENV = "BABYSIT_DEMO_STATE"
 FOLDER_PREFIX = "babysit-demo-"
+#: fleet.json's list of the workers a story's server leaves behind.
+WORKERS = "workers"
 
 
 class DemoError(BabysitError):
@@ -152,6 +155,7 @@ def stop_folder(folder: Path) -> int:
         boot = boot_id()
         if data.get("boot_id") == boot:
             records = [Recorded.from_json(p) for p in data.get("processes") or []]  # type: ignore[attr-defined]
+            records += recorded_workers(data)
             services = [str(s) for s in data.get("services") or []]  # type: ignore[attr-defined]
             records += relaunched(folder, services, boot)
             roots = [p for p in (r.verified() for r in records) if p is not None]
@@ -160,6 +164,20 @@ def stop_folder(folder: Path) -> int:
     with contextlib.suppress(OSError, DemoError):
         (state_dir() / f"{folder.name}.json").unlink(missing_ok=True)
     return count
+
+
+def recorded_workers(data: dict[str, object]) -> list[Recorded]:
+    """The workers a story's server left behind, as fleet.json records them."""
+    return [Recorded.from_json(p) for p in data.get(WORKERS) or []]  # type: ignore[attr-defined]
+
+
+def stop_workers(folder: Path) -> int:
+    """Stop the verified workers recorded for the fleet in ``folder`` (they live on in
+    sessions of their own when the demo dies). Returns how many were signalled."""
+    data = read_fleet(folder)
+    if data is None or data.get("boot_id") != boot_id():
+        return 0
+    return terminate([p for p in (r.verified() for r in recorded_workers(data)) if p])
 
 
 def stop_kept() -> tuple[list[FleetInfo], list[FleetInfo]]:

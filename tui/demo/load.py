@@ -9,7 +9,9 @@ figures move rather than sit flat. A server that is not up yet, or gone, is retr
 with a capped backoff.
 
 The process ends by itself once the demo folder is gone, so it can never outlive
-its fleet for long, even if nobody signals it.
+its fleet for long, even if nobody signals it. It ends at SIGTERM (which it gets when
+the demo's babysit dies, even by SIGKILL), first stopping the workers the fleet
+recorded: they live in sessions of their own, and nothing else would end them then.
 """
 
 from __future__ import annotations
@@ -19,9 +21,12 @@ import http.client
 import json
 import math
 import random
+import signal
 import threading
 import time
 from pathlib import Path
+
+from tui.demo.fleetstate import stop_workers
 
 #: Seconds of one rise and fall of the load.
 WAVE_PERIOD = 45.0
@@ -121,12 +126,14 @@ def main(argv: list[str] | None = None) -> int:
     ]
     for stream in streams:
         stream.start()
+    signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
     try:
-        while folder.is_dir():
-            time.sleep(1.0)
+        while folder.is_dir() and not stop.wait(1.0):
+            pass
     except KeyboardInterrupt:
         pass
     stop.set()
+    stop_workers(folder)
     return 0
 
 

@@ -1,8 +1,10 @@
-"""The demo's eight services, of four engines: what each one runs, and the trap it shows.
+"""The demo's ten services, of four engines: what each one runs, and the trap it shows.
 
 Each :class:`Story` says how its first run is started and what the demo then
 does to it (:class:`Fate`), what its ``launch:`` in hosts.yaml starts, and the
-verdict ``babysit status`` must give once the trap is set.
+verdict ``babysit status`` must give once the trap is set. A story may come with a
+:class:`LastRun`: the service's run history on the host then holds one run that reached
+ready, so the first run on screen already has an ETA.
 """
 
 from __future__ import annotations
@@ -42,6 +44,23 @@ class Fate(enum.Enum):
     REPLACE_LOG_WHEN_READY = "replace log when ready"
     #: Nothing: its scenario makes it fail while loading.
     FAIL_AT_LOAD = "fail at load"
+    #: Nothing: it loads (slowly) while the demo is watched.
+    LOADING = "loading"
+    #: Kill the server alone (SIGKILL) once it is ready: its workers, in sessions of
+    #: their own, live on holding the GPUs (the demo keeps their pids to stop them).
+    ORPHAN_WHEN_READY = "orphan its workers when ready"
+
+
+@dataclass(frozen=True)
+class LastRun:
+    """The run of the service before the demo's, as its run history on the host keeps it:
+    its startup took ``seconds``; each startup phase (by the engine's name for it) began
+    at its share of them (``shares``, in order), and it was ready at ``ready``. Shares
+    of phases the engine does not name are left out of the history."""
+
+    seconds: float
+    shares: tuple[tuple[str, float], ...]
+    ready: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -79,6 +98,14 @@ class Story:
     sim_flags: tuple[str, ...] = ()
     #: The service's ``wedged_after`` in hosts.yaml (None: babysit's default).
     wedged_after: float | None = None
+    #: Tensor-parallel ranks: the service holds GPUs ``gpu`` to ``gpu + tp - 1``.
+    tp: int = 1
+    #: The run its host's run history keeps from before the demo, or None.
+    last_run: LastRun | None = None
+
+    @property
+    def gpus(self) -> tuple[int, ...]:
+        return tuple(range(self.gpu, self.gpu + self.tp))
 
 
 STORIES: tuple[Story, ...] = (
@@ -189,5 +216,44 @@ STORIES: tuple[Story, ...] = (
         sim_flags=("--wedge-after", "4"),
         wedged_after=8.0,
         streams=2,
+    ),
+    Story(
+        name="gpu8-slow",
+        engine=Engine.SGLANG.value,
+        gpu=8,
+        seed=9,
+        # slow-load takes four times this: three minutes, shard by shard
+        load_seconds=45.0,
+        fate=Fate.LOADING,
+        expected=Verdict.STARTING,
+        comment="loads slowly: STARTING, its phase, shard count and an ETA from its last run",
+        scenario="slow-load",
+        # where the simulator's SGLang prints the first line of each phase: the weights
+        # from 12%, their end at 58%, CUDA graphs from 66%, the limits at 87%, uvicorn at
+        # 90%; ready once the warmup request from 93% is answered
+        last_run=LastRun(
+            180.0,
+            (
+                ("loading weights", 0.12),
+                ("allocating KV cache", 0.58),
+                ("capturing CUDA graphs", 0.66),
+                ("starting the API server", 0.87),
+                ("warming up", 0.90),
+            ),
+            ready=0.94,
+        ),
+    ),
+    Story(
+        name="gpu9-orphan",
+        engine=Engine.VLLM.value,
+        gpu=9,
+        seed=10,
+        load_seconds=0.8,
+        fate=Fate.ORPHAN_WHEN_READY,
+        expected=Verdict.DEAD,
+        comment="its server died, its TP workers live on holding GPUs 10 and 11: DEAD, orphans",
+        scenario="orphan-workers",
+        sim_flags=("--tp", "3"),
+        tp=3,
     ),
 )

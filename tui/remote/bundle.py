@@ -48,6 +48,7 @@ MODES: dict[str, Mode] = {
         Mode(protocol.MODE_PREFLIGHT, "preflight", "preflight"),
         Mode(protocol.MODE_CONTAINER, "container_action", "container_action"),
         Mode(protocol.MODE_CANARY, "canary", "canary"),
+        Mode(protocol.MODE_DUMP, "dump", "dump"),
     )
 }
 

@@ -11,7 +11,7 @@ place, :meth:`HostScreen.on_worker_state_changed`, and told on screen in plain
 words; nothing the follower does can crash the app. A failing probe is handled by
 the host's probe loop (:mod:`tui.session.watch`): the banner turns UNKNOWN with
 the reason. ``k``, ``r`` and ``R`` are in :mod:`tui.app.screens.host_actions`, ``c``
-in :mod:`tui.app.screens.host_canary`.
+in :mod:`tui.app.screens.host_canary`, ``d`` in :mod:`tui.app.screens.host_dump`.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from textual.worker import Worker, WorkerError, WorkerState
 from tui.app.screens.help import HelpScreen, keys_of
 from tui.app.screens.host_actions import HOST_ACTIONS, HostActions
 from tui.app.screens.host_canary import HostCanary
+from tui.app.screens.host_dump import HostDump
 from tui.app.widgets.action_progress import ActionProgress
 from tui.app.widgets.host_header import HostHeader
 from tui.app.widgets.launch_pane import LaunchPane
@@ -63,7 +64,7 @@ NARROW = 100
 METRICS_REDRAW = 1.0
 
 
-class HostScreen(HostActions, HostCanary, Screen[None]):
+class HostScreen(HostActions, HostCanary, HostDump, Screen[None]):
     """One service on one host. Panes stack in ``#panes``; the log pane takes the rest."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -104,6 +105,14 @@ class HostScreen(HostActions, HostCanary, Screen[None]):
             id="host.canary",
             tooltip="canary: send the run one small completion and show what came back",
             # In ? and the palette: the footer has no room left at 80 columns.
+            show=False,
+        ),
+        Binding(
+            "d",
+            "dump",
+            "dump",
+            id="host.dump",
+            tooltip="dump: write each process's stacks, nvidia-smi and the last log lines",
             show=False,
         ),
         Binding("question_mark", "help", "help", key_display="?", id="host.help"),
@@ -230,6 +239,8 @@ class HostScreen(HostActions, HostCanary, Screen[None]):
 
     def show_report(self, report: ServiceReport) -> None:
         """The session's report: the verdict, the launch diff, the metrics, the hints."""
+        offers_kill = self.ops is not None and not self.read_only
+        self.query_one(RunBanner).show_report(report, offers_kill=offers_kill)
         self.show_assessment(report.assessment)
         launch_note = None if report.assessment.run else "no run to compare with"
         self.query_one(LaunchPane).show(report.launch, launch_note)
@@ -289,7 +300,7 @@ class HostScreen(HostActions, HostCanary, Screen[None]):
     def _sync_bindings(self) -> None:
         """Redraw the footer's keys only when what they allow has changed: a redraw
         rebuilds the whole footer, and a probe answers every few seconds."""
-        allowed = tuple(self.check_action(a, ()) for a in ("follow_writer", *HOST_ACTIONS))
+        allowed = tuple(self.check_action(a, ()) for a in ("follow_writer", "dump", *HOST_ACTIONS))
         if allowed != self._shown_bindings:
             self._shown_bindings = allowed
             self.refresh_bindings()
@@ -301,6 +312,8 @@ class HostScreen(HostActions, HostCanary, Screen[None]):
                 return False
             shown = self.follower.file.inode if self.follower.file else None
             return True if shown != a.writer_file.inode else None
+        if action == "dump":
+            return True if self.can_dump() else None
         if action in HOST_ACTIONS:
             if self.read_only or self.ops is None:
                 return False

@@ -1,4 +1,7 @@
-"""The fleet table: the fleet's rows drawn through the line API, a header line first."""
+"""The fleet table: the fleet's rows drawn through the line API, a header line first.
+
+A cell may span the columns after it (:attr:`~tui.app.fleet_rows.Cell.span`): a
+starting run's phase covers the serving columns it has no figures for yet."""
 
 from __future__ import annotations
 
@@ -40,6 +43,7 @@ class FleetTable(ScrollView, can_focus=True):
         "fleet-table--unknown",
         "fleet-table--old",
         "fleet-table--muted",
+        "fleet-table--warning",
     }
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
@@ -177,7 +181,14 @@ class FleetTable(ScrollView, can_focus=True):
 
     def _line(self, cells: Sequence[Cell], base: Style) -> Strip:
         segments: list[Segment] = []
-        for cell, width in zip(cells, self._widths, strict=True):
+        covered = 0
+        for index, cell in enumerate(cells):
+            if covered:  # under the span of a cell before it
+                covered -= 1
+                continue
+            spanned = self._widths[index : index + max(1, cell.span)]
+            width = sum(spanned) + 2 * (len(spanned) - 1)
+            covered = len(spanned) - 1
             style = base + self._style(cell.tones)
             text = cell.text
             age = f" {cell.age}" if cell.age else ""

@@ -5,24 +5,35 @@ it comes from one probe, and the banner says how old that probe is. When the
 probe is older than :data:`STALE_AFTER` seconds the whole banner is marked
 stale (``-old``), so an old verdict is never shown as a live one. A WEDGED run's
 banner says since when right after the verdict (its summary begins with why), and
-its evidence under the summary, each line cut to the banner's width.
+its evidence under the summary, each line cut to the banner's width. A run that is not
+ready yet says where it is in its startup under the summary (in the warning style once
+a phase has run past twice its last run's time); a ready one says how long its startup
+took. Orphans on the service's GPUs are said in the warning style, with the key that
+kills them when the screen offers it.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta, timezone
+from typing import ClassVar
 
 from rich.cells import cell_len, set_cell_size
 from textual.content import Content
+from textual.style import Style
 from textual.widgets import Static
 
+from tui.core.gpu import Orphan
 from tui.core.hostclock import HostWords
+from tui.core.orphan_words import orphans_words
+from tui.core.phases import Startup
 from tui.core.runs import Assessment
 from tui.core.sanitize import printable
+from tui.core.service_report import ServiceReport
 from tui.core.serving_words import since_words
-from tui.core.units import human_age
+from tui.core.startup_words import ready_in, startup_line
+from tui.core.units import duration_words, human_age
 from tui.core.verdicts import TONES, Verdict
 
 #: Seconds after which a verdict is drawn as stale (three missed refreshes).
@@ -30,14 +41,43 @@ STALE_AFTER = 6.0
 #: Lines a WEDGED run's evidence takes at most; with more, the last says how many more
 #: ``babysit status`` shows.
 EVIDENCE_LINES = 3
+#: The verdicts whose banner names the kill key beside the orphans (no run to kill, or
+#: one that has not served yet).
+KILL_ORPHANS_VERDICTS = (Verdict.DEAD, Verdict.STARTING)
 
 
 def banner_lines(
-    a: Assessment, now: float, shown_inode: int | None = None, width: int | None = None
+    a: Assessment,
+    now: float,
+    shown_inode: int | None = None,
+    width: int | None = None,
+    *,
+    startup: Startup | None = None,
+    orphans: Sequence[Orphan] = (),
+    offers_kill: bool = False,
 ) -> list[str]:
-    """The banner's text: a facts line, the plain summary, a WEDGED run's evidence (each
-    cut to ``width`` cells when given), and a note when the log pane shows another file
-    than the run writes."""
+    """The banner's text (see :func:`banner_rows`)."""
+    rows = banner_rows(
+        a, now, shown_inode, width, startup=startup, orphans=orphans, offers_kill=offers_kill
+    )
+    return [text for text, _ in rows]
+
+
+def banner_rows(
+    a: Assessment,
+    now: float,
+    shown_inode: int | None = None,
+    width: int | None = None,
+    *,
+    startup: Startup | None = None,
+    orphans: Sequence[Orphan] = (),
+    offers_kill: bool = False,
+) -> list[tuple[str, bool]]:
+    """Each line of the banner and whether it is said in the warning style: a facts line,
+    the plain summary, where a run that is not ready is in its startup, a WEDGED run's
+    evidence (each cut to ``width`` cells when given), the orphans on the service's GPUs
+    (naming the kill key when ``offers_kill``), and a note when the log pane shows another
+    file than the run writes."""
     zone = timezone(timedelta(seconds=a.utc_offset))
 
     def clock(ts: float) -> str:
@@ -60,8 +100,12 @@ def banner_lines(
     if a.log is not None and (container is None or a.log.exists):
         facts.append(f"log inode {a.log.inode}" if a.log.exists else "no log file")
     if a.ready is not None and a.verdict in (Verdict.LIVE, Verdict.STARTING):
+        took = ready_in(startup) if startup is not None else None
         if a.ready.seen and a.ready.at:
-            facts.append(f"ready {clock(a.ready.at)}")
+            facts.append(
+                f"ready {clock(a.ready.at)}"
+                + (f" (in {duration_words(took)})" if took is not None else "")
+            )
         elif a.ready.seen:
             facts.append("ready")
         elif a.ready.seen is False:
@@ -70,18 +114,28 @@ def banner_lines(
             facts.append("ready: unknown")
     age = now - a.checked_at
     facts.append(f"checked {human_age(age)} ago" if age >= 1.5 else "checked now")
-    lines = ["  ".join(facts[:1]) + "  " + " · ".join(facts[1:]), a.summary]
+    rows = [("  ".join(facts[:1]) + "  " + " · ".join(facts[1:]), False), (a.summary, False)]
+    if startup is not None and not startup.ready and a.run is not None:
+        words = HostWords(a.utc_offset, max(now, a.checked_at))
+        rows.append((startup_line(startup, words), startup.overdue is not None))
     if wedged is not None:
-        lines += _evidence_lines(wedged.evidence, f"{a.host}/{a.service}", width)
+        evidence = _evidence_lines(wedged.evidence, f"{a.host}/{a.service}", width)
+        rows += [(line, False) for line in evidence]
+    if orphans:
+        key = " — k to kill" if offers_kill and a.verdict in KILL_ORPHANS_VERDICTS else ""
+        rows.append((orphans_words(orphans) + key, True))
     writer = a.writer_file
     if writer is not None and shown_inode is not None and shown_inode != writer.inode:
         pid = a.writer_pid
         deleted = " (deleted)" if writer.deleted else ""
-        lines.append(
-            f"the log pane shows inode {shown_inode}, but pid {pid} writes inode "
-            f"{writer.inode}{deleted}: press w to follow the writer"
+        rows.append(
+            (
+                f"the log pane shows inode {shown_inode}, but pid {pid} writes inode "
+                f"{writer.inode}{deleted}: press w to follow the writer",
+                False,
+            )
         )
-    return [printable(line) for line in lines]
+    return [(printable(line), warn) for line, warn in rows]
 
 
 def _evidence_lines(evidence: tuple[str, ...], target: str, width: int | None) -> list[str]:
@@ -102,17 +156,33 @@ def cut(line: str, width: int) -> str:
 
 
 class RunBanner(Static):
-    """Two or three lines at the top of the host screen; colour by verdict class."""
+    """Two or three lines at the top of the host screen; colour by verdict class.
+
+    The warning lines (an overdue phase, orphans) take the ``run-banner--warning``
+    component style."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"run-banner--warning"}
 
     def __init__(self, clock: Callable[[], float] = time.time, *, id: str | None = None) -> None:
         super().__init__(Content("● checking which run this is …"), id=id)
         self._clock = clock
         self.assessment: Assessment | None = None
         self.shown_inode: int | None = None
-        self._text = ""
+        self.startup: Startup | None = None
+        self.orphans: tuple[Orphan, ...] = ()
+        self.offers_kill = False
+        self._rows: list[tuple[str, bool]] = []
 
     def on_mount(self) -> None:
         self.set_interval(1.0, self.refresh_age)
+
+    def show_report(self, report: ServiceReport, *, offers_kill: bool) -> None:
+        """Keep the report's startup and orphans for the banner (``offers_kill``: the
+        screen's kill key may be offered); :meth:`show` draws the verdict."""
+        self.startup = report.startup
+        self.orphans = report.gpus.orphans if report.gpus is not None else ()
+        self.offers_kill = offers_kill
+        self.refresh_age()
 
     def show(self, assessment: Assessment, shown_inode: int | None) -> None:
         self.assessment = assessment
@@ -125,13 +195,33 @@ class RunBanner(Static):
     def on_resize(self) -> None:
         self.refresh_age()  # the evidence lines are cut to the width
 
+    def notify_style_update(self) -> None:
+        """The styles changed: the next refresh draws the warning lines in them."""
+        super().notify_style_update()
+        self._rows = []
+
     def refresh_age(self) -> None:
         if self.assessment is None:
             return
         now = self._clock()
         self.set_class(now - self.assessment.checked_at > STALE_AFTER, "-old")
         width = self.content_size.width or None
-        text = "\n".join(banner_lines(self.assessment, now, self.shown_inode, width))
-        if text != self._text:  # ages change once a second at most; skip a needless repaint
-            self._text = text
-            self.update(Content(text))
+        rows = banner_rows(
+            self.assessment,
+            now,
+            self.shown_inode,
+            width,
+            startup=self.startup,
+            orphans=self.orphans,
+            offers_kill=self.offers_kill,
+        )
+        if rows != self._rows:  # ages change once a second at most; skip a needless repaint
+            self._rows = rows
+            self.update(self._content(rows))
+
+    def _content(self, rows: Sequence[tuple[str, bool]]) -> Content:
+        warning = Style.from_rich_style(
+            self.get_component_rich_style("run-banner--warning", partial=True)
+        )
+        lines = [Content(text).stylize(warning) if warn else Content(text) for text, warn in rows]
+        return Content("\n").join(lines)
