@@ -35,6 +35,7 @@ from functools import cache, lru_cache
 
 from tui import procfs
 from tui.agent.protocol import AGENT_MARK
+from tui.core.answers import AnswerError, Fields, decode
 from tui.core.sanitize import clean_line
 from tui.errors import TransportError
 from tui.remote.bundle import bundle, mode_of
@@ -213,6 +214,36 @@ async def run_agent(
     stdin, nonce = agent_input(args)
     completed = await transport.run(agent_argv(transport), timeout=timeout, stdin=stdin)
     return split_output(completed, nonce)
+
+
+async def ask_agent(
+    transport: Transport, args: dict[str, object], *, timeout: float, what: str
+) -> Fields:
+    """The one JSON answer (its last line) of an agent run once with ``args``; ``what``
+    names it in errors (``the dump's``).
+
+    Raises :class:`~tui.errors.TransportError` (a :class:`~tui.errors.HopFailed` when a
+    hop failed) when the host could not be asked: no connection, the agent did not
+    start, gave no answer or an answer that is no JSON object."""
+    answer = await run_agent(transport, args, timeout=timeout)
+    result = answer.completed
+    where = transport.chain_text
+    if not answer.started:
+        printed = chatter_note(answer.chatter) if answer.chatter else "nothing"
+        detail = result.stderr_line() or printed
+        raise TransportError(f"{where}: the agent did not start ({detail})")
+    lines = [line for line in result.stdout.splitlines() if line.strip()]
+    if not result.ok or not lines:
+        detail = result.stderr_line() or (
+            f"exit status {result.exit_status}"
+            if result.exit_status is not None
+            else f"ended by {result.signal or 'a signal'}"
+        )
+        raise TransportError(f"{where}: {what} agent gave no answer ({detail})")
+    try:
+        return decode(lines[-1], f"{what} answer")
+    except AnswerError as error:
+        raise TransportError(f"{where}: {error}") from None
 
 
 class AgentProcess(RemoteProcess):

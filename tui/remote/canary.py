@@ -10,9 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from tui.agent.protocol import MODE_CANARY
-from tui.core.answers import AnswerError, decode
-from tui.errors import TransportError
-from tui.remote.agentcall import chatter_note, run_agent
+from tui.remote.agentcall import ask_agent
 from tui.remote.transport import Transport
 
 #: Seconds the channel is given beyond the canary's own deadline: starting python3 on
@@ -32,25 +30,8 @@ async def ask_canary(
     start, gave no answer or an answer that is no JSON object."""
     args = {**request, "mode": MODE_CANARY}
     deadline = max(timeout, float(request.get("timeout") or 0))  # type: ignore[arg-type]
-    answer = await run_agent(transport, args, timeout=deadline + CHANNEL_MARGIN)
-    result = answer.completed
-    where = transport.chain_text
-    if not answer.started:
-        printed = chatter_note(answer.chatter) if answer.chatter else "nothing"
-        detail = result.stderr_line() or printed
-        raise TransportError(f"{where}: the agent did not start ({detail})")
-    lines = [line for line in result.stdout.splitlines() if line.strip()]
-    if not result.ok or not lines:
-        detail = result.stderr_line() or (
-            f"exit status {result.exit_status}"
-            if result.exit_status is not None
-            else f"ended by {result.signal or 'a signal'}"
-        )
-        raise TransportError(f"{where}: the canary's agent gave no answer ({detail})")
-    try:
-        return decode(lines[-1], "the canary's answer").data
-    except AnswerError as error:
-        raise TransportError(f"{where}: {error}") from None
+    timeout = deadline + CHANNEL_MARGIN
+    return (await ask_agent(transport, args, timeout=timeout, what="the canary's")).data
 
 
 __all__ = ["CHANNEL_MARGIN", "ask_canary"]

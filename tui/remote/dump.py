@@ -8,9 +8,8 @@ reading that answer as a dump is :func:`tui.core.dump.read_dump`'s.
 from __future__ import annotations
 
 from tui.agent.protocol import MODE_DUMP
-from tui.core.answers import AnswerError, Fields, decode
-from tui.errors import TransportError
-from tui.remote.agentcall import chatter_note, run_agent
+from tui.core.answers import Fields
+from tui.remote.agentcall import ask_agent
 from tui.remote.transport import Transport
 
 #: Seconds the channel is given beyond the agent's own work: starting python3 on the host
@@ -32,25 +31,9 @@ async def ask_dump(transport: Transport, request: dict[str, object], *, timeout:
     Raises :class:`~tui.errors.TransportError` (a :class:`~tui.errors.HopFailed` when a
     hop failed) when the host could not be asked: no connection, the agent did not
     start, gave no answer or an answer that is no JSON object."""
-    answer = await run_agent(transport, {**request, "mode": MODE_DUMP}, timeout=timeout)
-    result = answer.completed
-    where = transport.chain_text
-    if not answer.started:
-        printed = chatter_note(answer.chatter) if answer.chatter else "nothing"
-        detail = result.stderr_line() or printed
-        raise TransportError(f"{where}: the agent did not start ({detail})")
-    lines = [line for line in result.stdout.splitlines() if line.strip()]
-    if not result.ok or not lines:
-        detail = result.stderr_line() or (
-            f"exit status {result.exit_status}"
-            if result.exit_status is not None
-            else f"ended by {result.signal or 'a signal'}"
-        )
-        raise TransportError(f"{where}: the dump's agent gave no answer ({detail})")
-    try:
-        return decode(lines[-1], "the dump's answer")
-    except AnswerError as error:
-        raise TransportError(f"{where}: {error}") from None
+    return await ask_agent(
+        transport, {**request, "mode": MODE_DUMP}, timeout=timeout, what="the dump's"
+    )
 
 
 __all__ = ["CHANNEL_MARGIN", "ask_dump", "dump_deadline"]
