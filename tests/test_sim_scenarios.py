@@ -304,7 +304,10 @@ def test_tp4_tree_dies_whole_on_sigkill_and_argv_carries_the_flags(tmp_path: Pat
         # Each worker names itself once it runs: on a loaded machine, a moment after the
         # server printed its ready line.
         wait_until(
-            lambda: sorted(kid.name() for kid in kids) == ["sglang::schedul"] * 3,
+            lambda: (
+                sorted(kid.name() for kid in kids)
+                == [f"sglang::scheduler_TP{rank}" for rank in (1, 2, 3)]
+            ),
             20,
             "the workers to take their names",
         )

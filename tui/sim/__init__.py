@@ -4,7 +4,8 @@
 server in the foreground (:mod:`tui.sim.cli`, :mod:`tui.sim.server`): its log on
 stdout/stderr line by line, HTTP on 127.0.0.1 (streamed answers chunk by chunk as the
 load model makes the tokens, :mod:`tui.sim.stream`), N-1 child processes for
-``--tp N`` that die with it, scenarios for the failures babysit must recognise,
+``--tp N`` that die with it (or outlive it holding their GPU memory, ``orphan-workers``,
+:mod:`tui.sim.orphan`), scenarios for the failures babysit must recognise,
 among them an engine that stops while its process lives on (``wedged``,
 ``nccl-timeout`` with torch's watchdog lines from :mod:`tui.sim.nccl`, ``engine-dead``).
 ``babysit sim nvidia-smi ...`` (and the ``tui/sim/nvidia-smi`` shim) answers

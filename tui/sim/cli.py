@@ -51,6 +51,10 @@ that then hang (a started stream stops) and print no progress line any more;
 ``nccl-timeout`` first prints torch's NCCL watchdog timeout lines, ``engine-dead`` the
 engine core's death, after which completions answer 500 at once.
 
+Scenario ``orphan-workers`` (``--tp`` 2 or more): the worker children start sessions of
+their own, keep the log open and outlive the server, each holding its GPU memory in the
+``nvidia-smi`` stand-in until SIGTERM or SIGKILL ends it.
+
 Lines written straight to the streams (uvicorn, tqdm, tracebacks) keep their shape in
 every format. TGI's own formats follow its environment and flags instead: ``--json-output``
 and ``LOG_COLORIZE=1`` (the router colours its lines unless it is set).
@@ -62,7 +66,7 @@ import argparse
 import importlib
 import sys
 
-from tui.sim.config import DEFAULT_WEDGE_AFTER, SCENARIOS, Scenario, SimConfig
+from tui.sim.config import DEFAULT_WEDGE_AFTER, ORPHANING, SCENARIOS, Scenario, SimConfig
 from tui.sim.engine import EngineKind
 from tui.sim.errors import USAGE_EXIT, SimUsageError
 from tui.sim.flags import parse_flags
@@ -116,7 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--tp",
         type=int,
         metavar="N",
-        help="tensor parallel size: N-1 child processes that die with this one "
+        help="tensor parallel size: N-1 child processes that die with this one (outlive it "
+        "in orphan-workers) "
         "(default: --tp/--tensor-parallel-size among the server flags, else 1)",
     )
     parser.add_argument(
@@ -194,6 +199,8 @@ def parse_config(argv: list[str]) -> SimConfig:
         tp = flag_tp if isinstance(flag_tp, int) else 1
     if not 1 <= tp <= 64:
         parser.error("--tp must be between 1 and 64")
+    if scenario.name == ORPHANING and tp < 2:
+        parser.error(f"{ORPHANING} needs workers: --tp 2 or more")
     if not 0 <= port <= 65535:
         parser.error("--port must be between 0 and 65535")
     if args.load_seconds < 0:

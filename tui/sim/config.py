@@ -20,6 +20,7 @@ SCENARIOS = (
     "wedged",
     "nccl-timeout",
     "engine-dead",
+    "orphan-workers",
 )
 #: Scenarios that happen S seconds after the server is ready.
 TIMED = ("crash-after", "killed-after")
@@ -27,6 +28,9 @@ TIMED = ("crash-after", "killed-after")
 #: lives on: ``wedged`` (silently), ``nccl-timeout`` (torch's NCCL watchdog says so),
 #: ``engine-dead`` (vLLM's engine core dies, the API server stays up).
 WEDGING = ("wedged", "nccl-timeout", "engine-dead")
+#: The scenario whose workers (``--tp N``, N >= 2) start sessions of their own and outlive
+#: the server, holding their GPU memory (:mod:`tui.sim.orphan`).
+ORPHANING = "orphan-workers"
 #: default of ``--wedge-after``: seconds of serving before a wedging scenario strikes
 DEFAULT_WEDGE_AFTER = 20.0
 

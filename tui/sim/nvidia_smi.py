@@ -18,8 +18,10 @@ inventory gives none).
 The GPUs come from ``BABYSIT_SIM_GPUS`` or ``$BABYSIT_SIM_STATE/gpus.json``
 (see :mod:`tui.sim.gpus`); memory, utilisation, power and temperature follow
 the sims registered in ``BABYSIT_SIM_STATE`` that are still alive: memory is
-what each of their processes holds, power rises with running requests, and a
-sim without speculative decoding draws less than one with it. Run it as
+what each of their processes holds (a process listed in two records, an
+``orphan-workers`` worker in its server's and in its own, counts once), power
+rises with running requests, and a sim without speculative decoding draws less
+than one with it. Run it as
 ``babysit sim nvidia-smi ...``, ``python -m tui.sim.nvidia_smi ...`` or through
 the ``tui/sim/nvidia-smi`` shim.
 """
@@ -80,7 +82,10 @@ def read(now: float | None = None, env: dict[str, str] | None = None) -> list[Re
 def _reading(spec: GpuSpec, users: Sequence[tuple[SimRecord, int, int]], now: float) -> Reading:
     limit = spec.power_limit_w if spec.power_limit_w is not None else max(spec.idle_w * 12, 100.0)
     idle = spec.idle_w
-    memory = sum(mem for _, _, mem in users)
+    held: dict[int, int] = {}
+    for _, pid, mem in users:
+        held.setdefault(pid, mem)  # a worker listed by its server and by itself counts once
+    memory = sum(held.values())
     running = max((record.running for record, _, _ in users), default=0)
     spec_on = any(record.spec for record, _, _ in users)
     loading = any(record.phase in ("starting", "loading") for record, _, _ in users)
@@ -103,7 +108,7 @@ def _reading(spec: GpuSpec, users: Sequence[tuple[SimRecord, int, int]], now: fl
     temperature = round(29 + spec.index % 3 + 38 * max(heat, 0.0))
     total = spec.memory_total_mib
     used = memory if total is None else min(memory, total)
-    apps = tuple((pid, mem) for _, pid, mem in users if mem > 0)
+    apps = tuple((pid, mem) for pid, mem in held.items() if mem > 0)
     return Reading(spec, power, min(utilization, 100), used, temperature, apps)
 
 

@@ -16,13 +16,16 @@ its crash-after 134 (abort()) and its killed-after and killed-at-load end by SIG
 TGI's failures exit 1 (the launcher's ``Error: …``); 1 if the port is taken. The wedging
 scenarios (``wedged``, ``nccl-timeout``, ``engine-dead``) strike ``--wedge-after`` seconds
 after ready and end nothing: the process serves on until signalled. For ``engine-dead``
-one more child stands for vLLM's engine core and exits when the engine dies.
+one more child stands for vLLM's engine core and exits when the engine dies. In
+``orphan-workers`` the workers outlive the server however it ends but by SIGTERM/SIGINT
+(which ends them too), each told its phase and memory on its stdin while the server lives.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
+import json
 import os
 import random
 import select
@@ -35,7 +38,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from tui.sim import gpus as gpu_registry
-from tui.sim.config import WEDGING, SimConfig
+from tui.sim.config import ORPHANING, WEDGING, SimConfig
 from tui.sim.engine import Engine, Host
 from tui.sim.errors import SimUsageError
 from tui.sim.gpus import GpuSpec, ProcUse, SimRecord
@@ -87,6 +90,8 @@ class SimServer:
         #: the engine core process of engine-dead (vLLM V1 runs its engine in one)
         self._engine_core: subprocess.Popen[bytes] | None = None
         self._child_ticks: list[int | None] = []
+        #: the last phase and memory each orphan-workers child was told, by rank
+        self._told: dict[int, dict[str, object]] = {}
         self._phase = "starting"
         self._memory_gib: list[float] = [0.0] * cfg.tp
         self._registry_state: tuple[object, ...] | None = None
@@ -287,17 +292,51 @@ class SimServer:
                 "sglang": f"sglang::scheduler_TP{rank}",
                 "tgi": "text-generation-server",
             }.get(engine_name, f"VLLM::Worker_TP{rank}")
-            child = self._spawn(title, env)
+            child = self._spawn(title, env, self.gpus[rank].index)
             self._children.append(child)
             self._child_ticks.append(gpu_registry.proc_start_ticks(child.pid))
         if self.cfg.scenario.name == "engine-dead":
             self._engine_core = self._spawn(_ENGINE_CORE_TITLE, env)
 
-    def _spawn(self, title: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
-        argv = [sys.executable, "-m", "tui.sim.worker", title, "--parent", str(self.pid)]
-        if self.cfg.scenario.name == "ignore-sigterm":
+    def _spawn(self, title: str, env: dict[str, str], gpu: int = 0) -> subprocess.Popen[bytes]:
+        """One worker, its title first on its command line (as setproctitle leaves it)."""
+        argv = [title, "-m", "tui.sim.worker", title, "--parent", str(self.pid)]
+        scenario = self.cfg.scenario.name
+        if scenario == "ignore-sigterm":
             argv.append("--ignore-term")
-        return subprocess.Popen(argv, stdin=subprocess.PIPE, env=env, close_fds=True)
+        orphan = scenario == ORPHANING
+        if orphan:
+            argv += ["--orphan", "--gpu", str(gpu), "--engine", self.cfg.engine]
+            argv += ["--port", str(self.port)]
+        child = subprocess.Popen(
+            argv,
+            executable=sys.executable,
+            stdin=subprocess.PIPE,
+            env=env,
+            close_fds=True,
+            start_new_session=orphan,
+        )
+        if orphan and child.stdin is not None:
+            os.set_blocking(child.stdin.fileno(), False)
+        return child
+
+    def _tell_children(self, record: SimRecord) -> None:
+        """Send each orphan-workers child its phase and memory when they change."""
+        if self.cfg.scenario.name != ORPHANING:
+            return
+        for rank, child in enumerate(self._children, start=1):
+            if rank >= len(record.procs) or child.stdin is None or child.stdin.closed:
+                continue
+            state = {"phase": record.phase, "memory_mib": record.procs[rank].memory_mib}
+            if self._told.get(rank) == state:
+                continue
+            try:
+                os.write(child.stdin.fileno(), (json.dumps(state) + "\n").encode())
+            except BlockingIOError:
+                continue  # a worker that is not reading gets the next change instead
+            except OSError:
+                continue  # the worker is gone: nothing left to tell
+            self._told[rank] = state
 
     def _end_children(self, *, kill: bool) -> None:
         children = list(self._children)
@@ -366,6 +405,7 @@ class SimServer:
             self._registry_broken = True
         self._registry_state = state
         self._registry_written = now
+        self._tell_children(record)
         return None
 
     def _remove_registry(self) -> None:

@@ -1,11 +1,17 @@
 """A scheduler/worker child of a simulated server (one per extra tensor-parallel rank).
 
-It holds no state and does nothing but wait to die with its parent, three ways:
-``prctl(PR_SET_PDEATHSIG, SIGKILL)`` (Linux; the kernel kills it the moment the
-parent thread that spawned it exits), end-of-file on the stdin pipe the parent
-holds open, and a check that its parent pid has not changed (covers the race
-before prctl and systems without it). Run as
-``python -m tui.sim.worker TITLE --parent PID [--ignore-term]``.
+Its command line starts with its process title (``VLLM::Worker_TP1``,
+``sglang::scheduler_TP1``, ...) as argv[0], as setproctitle leaves the real engines'
+workers, and ``/proc/self/comm`` holds the title's first 15 bytes. Run as
+``TITLE -m tui.sim.worker TITLE --parent PID [--ignore-term]
+[--orphan --gpu N --engine E --port P]``.
+
+By default it holds no state and does nothing but wait to die with its parent, three
+ways: ``prctl(PR_SET_PDEATHSIG, SIGKILL)`` (Linux; the kernel kills it the moment the
+parent thread that spawned it exits), end-of-file on the stdin pipe the parent holds
+open, and a check that its parent pid has not changed (covers the race before prctl and
+systems without it). With ``--orphan`` (the ``orphan-workers`` scenario) it outlives its
+parent instead, holding its GPU memory (:mod:`tui.sim.orphan`).
 """
 
 from __future__ import annotations
@@ -43,10 +49,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("title")
     parser.add_argument("--parent", type=int, required=True)
     parser.add_argument("--ignore-term", action="store_true")
+    parser.add_argument("--orphan", action="store_true")
+    parser.add_argument("--gpu", type=int, default=0)
+    parser.add_argument("--engine", default="")
+    parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args(argv)
-    die_with_parent(args.parent)
+    if not args.orphan:
+        die_with_parent(args.parent)
     set_comm(args.title)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what Ctrl-C means
+    if args.orphan:
+        from tui.sim.orphan import Holder, Orphan
+
+        return Orphan(Holder(args.engine, args.port, args.gpu)).run()
     if args.ignore_term:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)

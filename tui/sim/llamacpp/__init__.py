@@ -49,6 +49,8 @@ def _unsupported(v: Version, scenario: str) -> str | None:
         return "llama-server splits layers over GPUs without NCCL collectives"
     if scenario == "engine-dead":
         return "llama-server is one process: its engine cannot die under a living server"
+    if scenario == "orphan-workers":
+        return "llama-server is one process: it has no workers to leave behind"
     return None
 
 
