@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tui.agent.killgpu import FREE_SLACK_MIB, held_before, still_held
 from tui.agent.protocol import KILL_DONE, KILL_GPU_WAIT, MODE_KILL
 from tui.app.screens.confirm import ALTERNATIVE, kill_plan, orphans_plan, with_orphans
 from tui.config import Service
@@ -180,3 +181,21 @@ def test_a_live_runs_kill_offers_the_orphans_as_a_separate_choice() -> None:
     text = plan.text()
     assert "or the orphans: pid 4243" in text and "the run is then left alone" in text
     assert ALTERNATIVE == "alternative"
+
+
+def test_memory_counts_as_held_while_the_gpus_unlisted_memory_stays_grown() -> None:
+    """A pid can leave nvidia-smi's list while the driver still holds its memory."""
+    before = {
+        "apps": [
+            {"pid": 4242, "used_mib": 19558, "gpu_uuid": "GPU-1"},
+            {"pid": 77, "used_mib": 1000, "gpu_uuid": "GPU-1"},
+        ],
+        "memory": {"GPU-1": (1, 20600)},
+    }
+    assert held_before(before, {4242}) == {"GPU-1": 19558}
+    listed = {"apps": before["apps"], "memory": before["memory"]}
+    assert still_held(before, listed, {4242}) == ([4242], 19558)
+    lingering = {"apps": before["apps"][1:], "memory": {"GPU-1": (1, 20600)}}
+    assert still_held(before, lingering, {4242}) == ([], 19558)
+    freed = {"apps": before["apps"][1:], "memory": {"GPU-1": (1, 1042 + FREE_SLACK_MIB)}}
+    assert still_held(before, freed, {4242}) == ([], 0)

@@ -1,4 +1,5 @@
-"""The kill mode: SIGTERM a verified tree, wait the grace, SIGKILL what is left.
+"""The kill mode: SIGTERM a verified tree, wait the grace, SIGKILL what is left, then
+wait (at most the grace again) for the GPU memory the killed processes held (killgpu).
 
 A kill runs in a worker of its own (forked, setsid'd, its stdio on /dev/null), so it
 finishes on the host whatever becomes of the channel that asked for it: the lifeline's

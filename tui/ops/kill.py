@@ -5,8 +5,11 @@ root and of each descendant seen at that moment. On the host, the agent opens
 a pidfd for each pid, re-checks its start time, and only then signals through
 that pidfd, so a pid that now belongs to another process is left alone (and
 the user told). SIGTERM to the tree, ``grace`` seconds, then SIGKILL for what is
-left. Afterwards: is the port closed, and does anything still hold memory on
-the service's GPUs?
+left. Once they are gone, the agent waits (at most the grace again) until nvidia-smi
+lists none of them and the memory they held is free, and says what was freed.
+Afterwards: is the port closed, and does anything still hold memory on the service's
+GPUs? Orphans on the service's GPUs (processes of no live run) are killed the same way,
+each a root of its own (:meth:`KillTarget.of_orphans`).
 
 Never signalled, whatever was confirmed (the agent refuses, saying why, before
 any signal): pid 1; babysit's own processes and those of its connection (the
