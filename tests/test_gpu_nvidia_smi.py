@@ -26,12 +26,12 @@ def test_the_queries_are_the_documented_argv() -> None:
     assert GPU_QUERY == (
         "nvidia-smi",
         "--query-gpu=index,name,power.draw,power.limit,utilization.gpu,memory.used,"
-        "memory.total,temperature.gpu",
+        "memory.total,temperature.gpu,uuid",
         "--format=csv,noheader,nounits",
     )
     assert APPS_QUERY == (
         "nvidia-smi",
-        "--query-compute-apps=pid,used_memory",
+        "--query-compute-apps=pid,used_memory,gpu_uuid",
         "--format=csv,noheader,nounits",
     )
 

@@ -140,3 +140,53 @@ def find_candidates(view, service, log_file):
         if inode not in held
     ]
     return sources, unreadable, hidden
+
+
+#: The bytes of a process name the kernel keeps in ``comm``.
+COMM_BYTES = 15
+
+
+def worker_title(info, workers):
+    """The title among ``workers`` (an engine's worker titles) that the process
+    ``info`` (an entry of process_table) carries, or None.
+
+    A title is a prefix of the basename of argv[0] (what setproctitle writes), of
+    argv[1] when argv[0] is a python (a console script), or of ``comm`` (what
+    prctl(PR_SET_NAME) writes, cut to 15 bytes). A title longer than ``comm`` can
+    hold is matched by its first 15 bytes only when argv names no other program
+    (argv[0] is a python, or there is no argv): ``text-generation-launcher`` and a
+    ``text-generation-server`` worker share the one ``comm``."""
+    cmdline = info.get("cmdline") or []
+    names = []
+    pythonic = not cmdline
+    if cmdline:
+        first = os.path.basename(cmdline[0])
+        names.append(first)
+        if first.startswith("python"):
+            pythonic = True
+            if len(cmdline) > 1:
+                names.append(os.path.basename(cmdline[1]))
+    comm = info.get("comm") or ""
+    for title in workers or ():
+        if not title:
+            continue
+        if any(name.startswith(title) for name in names) or comm.startswith(title):
+            return title
+        cut = title.encode("utf-8")[:COMM_BYTES].decode("utf-8", "ignore")
+        if pythonic and cut != title and comm and comm == cut:
+            return title
+    return None
+
+
+def split_leftovers(view, roots, sources, workers):
+    """(the roots that are runs, the pids left behind): a root that carries one of the
+    engine's worker titles is a worker whose server is gone, never a run; it and the
+    candidates below it are leftovers."""
+    runs, leftovers = [], []
+    for pid in roots:
+        if worker_title(view.table[pid], workers) is None:
+            runs.append(pid)
+            continue
+        leftovers.append(pid)
+        leftovers.extend(child for child in view.descendants(pid) if child in sources)
+    return runs, sorted(leftovers)

@@ -23,15 +23,16 @@ def nvidia_smi(*args):
 
 
 def nvidia_smi_csv(gpus=True, apps=True):
-    """The raw CSV of the nvidia-smi queries babysit reads (statuses and errors too)."""
+    """The raw CSV of the nvidia-smi queries babysit reads (statuses and errors too):
+    each GPU with its uuid, each compute process with the uuid of its GPU."""
     out = {}
     queries = (
         (
             "gpus",
             "--query-gpu=index,name,power.draw,power.limit,utilization.gpu,"
-            "memory.used,memory.total,temperature.gpu",
+            "memory.used,memory.total,temperature.gpu,uuid",
         ),
-        ("apps", "--query-compute-apps=pid,used_memory"),
+        ("apps", "--query-compute-apps=pid,used_memory,gpu_uuid"),
     )
     for name, query in queries:
         if not (gpus if name == "gpus" else apps):

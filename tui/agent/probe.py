@@ -10,7 +10,13 @@ import os
 import sys
 import time
 
-from .candidates import LogFile, find_candidates, last_record, record_candidate
+from .candidates import (
+    LogFile,
+    find_candidates,
+    last_record,
+    record_candidate,
+    split_leftovers,
+)
 from .clients import add_clients
 from .containerprobe import container_entry, writes_this_log
 from .gpu import gpu_readings
@@ -75,7 +81,9 @@ def probe_service(view, service):
 
 def process_entry(view, service):
     """The entry of a service found by its processes: those that run its launch
-    command or match its ``match:``, listen on its port or write its log."""
+    command or match its ``match:``, listen on its port or write its log. A candidate
+    that carries one of the engine's worker titles below no other candidate is a
+    worker its server left behind: one of ``leftovers``, never a run."""
     log_path = service["log"]
     try:
         log = log_facts(log_path, int(service.get("tail_bytes") or 0), service.get("stamps"))
@@ -87,8 +95,11 @@ def process_entry(view, service):
     sources, unreadable, hidden = find_candidates(view, service, log_file)
     if record_pid is not None and record_pid not in view.own and view.alive(record_pid):
         sources.setdefault(record_pid, set()).add("record")
+    roots, leftovers = split_leftovers(
+        view, view.roots(set(sources)), sources, service.get("workers")
+    )
     runs = []
-    for pid in view.roots(set(sources)):
+    for pid in roots:
         run = view.describe(pid, sources[pid])
         run["members"] = []
         for child in run["children"]:
@@ -116,6 +127,7 @@ def process_entry(view, service):
         "hidden_listeners": hidden,
         "record": record,
         "record_state": record_state,
+        "leftovers": leftovers,
     }
 
 
@@ -152,7 +164,13 @@ def probe(args):
         clients_problem = reason_of(error)
     wanting = [entries[i] for i, s in enumerate(services) if s.get("gpus") is not None]
     if wanting:
-        readings = gpu_readings(view, entries, float(args.get("apps_max_age") or 0))
+        readings = gpu_readings(
+            view,
+            services,
+            entries,
+            float(args.get("apps_max_age") or 0),
+            args.get("gpu_owners") or [],
+        )
         for entry in wanting:
             entry["gpu_csv"] = readings
     return {

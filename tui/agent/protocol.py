@@ -83,6 +83,8 @@ MODE_DUMP = "dump"
 #   "started_at", "ppid", "uid", "user", "cmdline", "comm", "owner": SERVICE | null,
 #   "worker_of": SERVICE | null}``; ``owner`` is the service whose live run holds it (a
 #   probed service or one of ``gpu_owners``); a pid the agent cannot see is left out.
+#   ``gpu_csv.owners_problem`` (WORDS | null) says why some owners' runs could not be
+#   found: a pid no run owns is then left out too, never taken for an orphan.
 #: Runs kept in a service's ``startups.json``.
 STARTUPS_KEPT = 8
 STARTUPS_FILE = "startups.json"

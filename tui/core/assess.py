@@ -18,6 +18,9 @@ from tui.core.sanitize import printable
 from tui.core.verdicts import Verdict
 from tui.engines import GENERIC, spec
 
+#: Leftover workers a verdict names by pid (the others are counted).
+LEFTOVERS_SHOWN = 8
+
 
 def assess(probe: ServiceProbe) -> Assessment:
     """The verdict for one service from one probe. Pure: same probe, same answer."""
@@ -59,10 +62,17 @@ def _assess_runs(
     path = printable(log.path)
     runs = list(probe.runs)
     unreadable = _unreadable_note(probe)
+    if runs and probe.leftovers:
+        unreadable += f"; {_leftover_words(probe)} of a run that is gone hold the log open too"
 
     if not runs:
         if probe.unreadable or probe.hidden_listeners:
             return Assessment(verdict=Verdict.UNKNOWN, summary=unreadable.lstrip("; "), **base)
+        summary = f"no {engine} server process on {probe.host}"
+        if probe.leftovers:
+            lives = "lives" if len(probe.leftovers) == 1 else "live"
+            summary += f"; its {_leftover_words(probe)} {lives} on, holding the log open"
+            return Assessment(verdict=Verdict.DEAD, summary=summary + unreadable, **base)
         summary = f"no {engine} process on {probe.host}"
         if not log.exists:
             summary += f"; {log.problem}" if log.problem else f" and no log at {path}"
@@ -190,6 +200,17 @@ def _describe_run(run: Run, probe: ServiceProbe, words: HostWords) -> str:
     else:
         what = "holds no log"
     return f"{words.started(run)} {what}"
+
+
+def _leftover_words(probe: ServiceProbe) -> str:
+    """``workers 4242, 4243``: the engine's workers the probe found below no run."""
+    pids = ", ".join(str(pid) for pid in probe.leftovers[:LEFTOVERS_SHOWN])
+    more = (
+        f" and {len(probe.leftovers) - LEFTOVERS_SHOWN} more"
+        if len(probe.leftovers) > LEFTOVERS_SHOWN
+        else ""
+    )
+    return f"worker{'s' if len(probe.leftovers) != 1 else ''} {pids}{more}"
 
 
 def _record_note(probe: ServiceProbe, words: HostWords) -> str:

@@ -26,8 +26,11 @@ import math
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 
 from tui.core.metrics.model import Metric
+from tui.core.sanitize import printable
+from tui.core.secrets import redact_argv
 
 GPU_FIELDS = (
     "index",
@@ -38,8 +41,9 @@ GPU_FIELDS = (
     "memory.used",
     "memory.total",
     "temperature.gpu",
+    "uuid",
 )
-APPS_FIELDS = ("pid", "used_memory")
+APPS_FIELDS = ("pid", "used_memory", "gpu_uuid")
 
 #: The two commands to run on the host (argv, never a shell string).
 GPU_QUERY = (
@@ -73,6 +77,8 @@ class GpuReading:
     memory_used: float | None
     memory_total: float | None
     temperature: float | None
+    #: nvidia-smi's ``GPU-…`` uuid, which names the GPU in the process list.
+    uuid: str | None = None
 
     @property
     def power_fraction(self) -> float | None:
@@ -112,10 +118,14 @@ class GpuReading:
 
 @dataclass(frozen=True)
 class ComputeApp:
-    """A process nvidia-smi lists as using a GPU, in nvidia-smi's PID namespace."""
+    """A process nvidia-smi lists as using a GPU, in nvidia-smi's PID namespace: one row
+    per (process, GPU). ``gpu`` is the index of the GPU whose uuid the row names, None
+    when the row names none or a GPU the GPU query did not list."""
 
     pid: int
     used_memory: float | None
+    gpu_uuid: str | None = None
+    gpu: int | None = None
 
 
 class GpuProblem(enum.Enum):
@@ -170,6 +180,14 @@ def _measure(text: str) -> float | None:
     except ValueError:
         return None
     return value if math.isfinite(value) else None
+
+
+def _text(text: str) -> str | None:
+    """A text cell, printable, or None when nvidia-smi could not give it."""
+    text = text.strip()
+    if not text or text.startswith("[") or text.upper() in ("N/A", "NA"):
+        return None
+    return printable(text)
 
 
 def _rows(text: str, fields: Sequence[str]) -> tuple[list[str], list[list[str]]]:
@@ -229,6 +247,7 @@ def read_gpus(
                 memory_used=_measure(row.get("memory.used", "")),
                 memory_total=_measure(row.get("memory.total", "")),
                 temperature=_measure(row.get("temperature.gpu", "")),
+                uuid=_text(row.get("uuid", "")),
             )
         )
     if not gpus:
@@ -257,12 +276,15 @@ def read_apps(
     fields: Sequence[str] = APPS_FIELDS,
     *,
     read_at: float | None = None,
+    gpus: Sequence[GpuReading] = (),
 ) -> AppsQuery:
-    """Read the output of :data:`APPS_QUERY`. ``No running processes found`` is no apps."""
+    """Read the output of :data:`APPS_QUERY`. ``No running processes found`` is no apps.
+    Each app's GPU index is the one of ``gpus`` (the GPU query's) with its uuid."""
     problem = _problem(exit_status, f"{stderr}\n{stdout}" if exit_status else stderr)
     if problem is not None:
         return AppsQuery((), *problem, read_at=read_at)
     columns, rows = _rows(stdout, fields)
+    index_of = {g.uuid: g.index for g in gpus if g.uuid}
     apps = []
     for cells in rows:
         row = dict(zip(columns, cells, strict=False))
@@ -270,7 +292,9 @@ def read_apps(
             pid = int(row["pid"])
         except (KeyError, ValueError):
             continue
-        apps.append(ComputeApp(pid, _measure(row.get("used_memory", ""))))
+        uuid = _text(row.get("gpu_uuid", ""))
+        used = _measure(row.get("used_memory", ""))
+        apps.append(ComputeApp(pid, used, uuid, index_of.get(uuid) if uuid else None))
     return AppsQuery(tuple(apps), read_at=read_at)
 
 
@@ -308,6 +332,24 @@ class Orphan:
     user: str | None = None
     worker_of: str | None = None
 
+    def to_json(self, utc_offset: int) -> dict[str, object]:
+        """Its entry of ``gpus.orphans``: the command line redacted, the start in the
+        host's own zone."""
+        zone = timezone(timedelta(seconds=utc_offset))
+        return {
+            "pid": self.pid,
+            "start_ticks": self.start_ticks,
+            "memory_mib": self.memory_mib,
+            "gpu": self.gpu,
+            "cmdline": list(redact_argv(self.cmdline)),
+            "started_at": datetime.fromtimestamp(self.started_at, zone).isoformat(
+                timespec="seconds"
+            ),
+            "ppid": self.ppid,
+            "user": self.user,
+            "worker_of": self.worker_of,
+        }
+
 
 @dataclass(frozen=True)
 class ServiceGpus:
@@ -330,6 +372,8 @@ class ServiceGpus:
     #: Processes holding memory on these GPUs that belong to no live run of any of the
     #: host's configured services (see :class:`Orphan`), largest first.
     orphans: tuple[Orphan, ...] = ()
+    #: The host's offset from UTC (seconds), in which its times are said.
+    utc_offset: int = 0
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -340,6 +384,7 @@ class ServiceGpus:
             "note": self.note,
             "problem": None if self.problem is None else self.problem.value,
             "apps_read_at": self.apps_read_at,
+            "orphans": [o.to_json(self.utc_offset) for o in self.orphans],
         }
 
 

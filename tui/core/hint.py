@@ -21,6 +21,7 @@ class HintRule(enum.Enum):
     DEATH_LINE = "death-line"
     CRASH_LOOP = "crash-loop"
     AUTO_REMOVE = "auto-remove"
+    ORPHANS = "orphans"
 
 
 @dataclass(frozen=True)

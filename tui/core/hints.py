@@ -9,6 +9,8 @@ rule with too little data stays quiet.
 
 Rules:
 
+* ``orphans`` — processes hold memory on the service's GPUs and belong to no live run
+  of any configured service (:mod:`tui.core.hints_orphans`); it comes first.
 * ``spec-no-accept-metrics`` — speculative decoding is intended or reported,
   the run generated tokens in at least two intervals, yet it printed no accept
   length or rate.
@@ -44,6 +46,7 @@ from tui.core.container_watch import ContainerNotes
 from tui.core.gpu import ServiceGpus
 from tui.core.hint import Hint, HintRule, Thresholds, run_words, where_words
 from tui.core.hints_accept import accept_collapse, sampling_loop
+from tui.core.hints_orphans import orphans
 from tui.core.hostclock import HostWords
 from tui.core.launch.diff import FlagStatus, LaunchDiff, reported_speculative, spec_keys
 from tui.core.metrics.model import Metric, Unit
@@ -87,6 +90,7 @@ def hints(
     limits = thresholds or Thresholds()
     loop = sampling_loop(metrics, launch, canary, limits)
     found = [
+        orphans(gpus),
         crash_loop(container),
         auto_remove(container),
         death_line(death),

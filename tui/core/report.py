@@ -39,6 +39,7 @@ from tui.core.metrics.boundaries import LogScanner, RunEvent, RunEventKind
 from tui.core.metrics.model import MetricSample
 from tui.core.metrics.prometheus import PrometheusReaders
 from tui.core.metrics.series import SeriesStore
+from tui.core.orphans import with_orphans
 from tui.core.runs import Assessment
 from tui.core.service_report import ProbeDetails, ServiceReport
 from tui.core.verdicts import Verdict
@@ -344,7 +345,9 @@ class ServiceFacts:
                 self._sample = sample
         self._gpus = None
         if details.gpu_csv is not None:
-            self._gpus = _gpus(details.gpu_csv, run.pids if run else (), self.gpu_indexes)
+            self._gpus = _gpus(
+                details.gpu_csv, run.pids if run else (), self.gpu_indexes, assessment.utc_offset
+            )
             current = self._store.current_run(self.name) or 0
             for label, values in gpu_values(self._gpus.gpus).items():
                 self._store.add_values(self.name, values, ts=now, run=current, label=label)
@@ -421,7 +424,9 @@ def _run_identity(a: Assessment) -> tuple[object, ...] | None:
     return (a.boot_id, run.root.pid, run.root.start_ticks) if run is not None else None
 
 
-def _gpus(csv: Mapping[str, object], pids: Sequence[int], indexes: Sequence[int]) -> ServiceGpus:
+def _gpus(
+    csv: Mapping[str, object], pids: Sequence[int], indexes: Sequence[int], utc_offset: int
+) -> ServiceGpus:
     query = read_gpus(
         _int(csv.get("gpus_status")), str(csv.get("gpus") or ""), str(csv.get("gpus_error") or "")
     )
@@ -430,8 +435,12 @@ def _gpus(csv: Mapping[str, object], pids: Sequence[int], indexes: Sequence[int]
         str(csv.get("apps") or ""),
         str(csv.get("apps_error") or ""),
         read_at=_float(csv.get("apps_at")),
+        gpus=query.gpus,
     )
-    return attribute(query, apps, pids, indexes)
+    tied = attribute(query, apps, pids, indexes)
+    return with_orphans(
+        tied, query, apps, csv=csv, run_pids=pids, service_gpus=indexes, utc_offset=utc_offset
+    )
 
 
 def _wall(stamp: float, utc_offset: int) -> datetime:
