@@ -30,9 +30,8 @@ from tui.commands import say
 from tui.commands.ui import resolve_target
 from tui.config import Host, Service
 from tui.core.containers import ContainerState
-from tui.core.gpu import Orphan, ServiceGpus
+from tui.core.gpu import ServiceGpus
 from tui.core.runs import Assessment
-from tui.core.secrets import redact_argv
 from tui.core.units import human_age
 from tui.errors import UsageError
 from tui.hostsfile import load_config
@@ -144,26 +143,12 @@ async def kill_orphans(
             json_out,
             "confirm",
             f"{service.label}: {len(orphans)} orphan(s) on its GPUs:\n{listed}",
-            orphans=[orphan_json(o) for o in orphans],
+            orphans=[o.to_json(assessment.utc_offset) for o in orphans],
         )
         steps = session.actions("cli").kill_orphans(orphans, assessment.boot_id, grace=grace)
         return await say_steps(service, steps, [o.pid for o in orphans], json_out=json_out)
     finally:
         await sessions.close()
-
-
-def orphan_json(orphan: Orphan) -> dict[str, object]:
-    """An orphan as ``--json`` gives it (the keys of ``gpus.orphans``, and its identity)."""
-    return {
-        "pid": orphan.pid,
-        "start_ticks": orphan.start_ticks,
-        "memory_mib": orphan.memory_mib,
-        "gpu": orphan.gpu,
-        "cmdline": list(redact_argv(orphan.cmdline)),
-        "started_at": orphan.started_at,
-        "ppid": orphan.ppid,
-        "user": orphan.user,
-    }
 
 
 async def say_steps(
