@@ -1,4 +1,5 @@
-"""The kill mode: SIGTERM a verified tree, wait the grace, SIGKILL what is left.
+"""The kill mode: SIGTERM a verified tree, wait the grace, SIGKILL what is left, then
+wait (at most the grace again) for the GPU memory the killed processes held (killgpu).
 
 A kill runs in a worker of its own (forked, setsid'd, its stdio on /dev/null), so it
 finishes on the host whatever becomes of the channel that asked for it: the lifeline's
@@ -12,9 +13,10 @@ import os
 import sys
 import time
 
+from .killgpu import look, wait_gpu_free
 from .killlog import KillLog, kill_record_path
-from .nvidia import gpu_apps, gpu_index_of_uuid
-from .procfs import start_ticks_of, uid_name_of
+from .nvidia import gpu_index_of_uuid
+from .procfs import read_text, start_ticks_of, uid_name_of
 from .protocol import (
     KILL_CHANGED,
     KILL_DONE,
@@ -210,8 +212,8 @@ def run_kill(args, log):
         else:
             handles.append((pid, ticks, pidfd))
     gpus = args.get("gpus") or []
-    # Without gpus:, the service's GPUs are those its run holds memory on now.
-    before = gpu_apps() if handles and not gpus else None
+    # What the run holds now: what the wait sees freed; without gpus:, the service's GPUs.
+    before = look() if handles else None
     signalled = set()
     method = "pidfd" if all(h[2] is not None for h in handles) else "kill after re-check"
     for pid, ticks, pidfd in handles:
@@ -253,10 +255,18 @@ def run_kill(args, log):
     for _pid, _ticks, pidfd in handles:
         if pidfd is not None:
             os.close(pidfd)
-    if handles:
-        time.sleep(float(args.get("settle", 0.5)))
-    apps = gpu_apps()
-    held = gpu_held(gpus, [h[0] for h in handles], signalled, before, apps)
+    pids = [h[0] for h in handles]
+    after, freed = None, None
+    if handles and not alive:
+        after, freed = wait_gpu_free(log, before, set(pids), float(args.get("grace", 30)))
+    if freed is None:
+        if handles:
+            time.sleep(float(args.get("settle", 0.5)))
+        after = look()
+    apps = after["apps"] if after is not None else None
+    held = gpu_held(gpus, pids, signalled, before["apps"] if before else None, apps)
+    if held is not None and freed is not None:
+        held.update(freed)
     log.emit(
         KILL_DONE,
         remaining=[h[0] for h in alive],
@@ -307,7 +317,15 @@ def gpu_held(gpus, pids, signalled, before, after):
                     "used_mib": app["used_mib"],
                     "gpu": index,
                     "user": uid_name_of(app["pid"]),
+                    "command": command_of(app["pid"]),
                     "signalled": app["pid"] in signalled,
                 }
             )
     return {"checked": True, "source": source, "gpus": sorted(scope), "held": held}
+
+
+def command_of(pid):
+    """A process's title as ``ps`` shows it: its first argument (a worker's retitled name,
+    ``VLLM::Worker_TP1``), else its comm; None when it cannot be read."""
+    first = read_text("/proc/%d/cmdline" % pid).split("\0")[0]
+    return first or read_text("/proc/%d/comm" % pid).strip() or None

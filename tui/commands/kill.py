@@ -1,4 +1,5 @@
-"""`babysit kill HOST/SERVICE --pid PID`: stop the verified run, and only it.
+"""`babysit kill HOST/SERVICE --pid PID`: stop the verified run, and only it;
+`babysit kill HOST/SERVICE --orphans [--pid PID]`: stop the orphans on its GPUs.
 
 ``--pid`` must be the pid of the run babysit sees now: you confirm what you saw. For a
 container service it is the container's first process (``State.Pid``), and the kill is
@@ -10,12 +11,17 @@ process of the run is gone, the port closed and the service's GPUs hold no memor
 the connection was lost and the kill's end could not be read back (the kill still
 finishes on the host, and its record there is named). Every kill that reached the
 host is in the audit log, whatever its end.
+
+With ``--orphans`` the kill is of the processes the probe shows now holding memory on the
+service's GPUs outside any live run (listed first; ``--pid`` names one of them), each by
+its pid and start time; exit 0 when they are gone and the memory they held is free.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+from collections.abc import AsyncIterator
 from datetime import datetime, timedelta, timezone
 
 from tui.agent.protocol import KILL_DONE, KILL_REFUSED, KILL_UNKNOWN
@@ -29,9 +35,10 @@ from tui.core.runs import Assessment
 from tui.core.units import human_age
 from tui.errors import UsageError
 from tui.hostsfile import load_config
-from tui.ops.actions import Finished, Planned
+from tui.ops.actions import Finished, Planned, Step
 from tui.ops.kill import DEFAULT_GRACE, check_grace
 from tui.ops.kill_outcome import KillEvent
+from tui.ops.orphan_words import orphan_line
 
 #: The kill's events not said as progress: the result line says how it ended.
 QUIET = frozenset({KILL_DONE, KILL_REFUSED, KILL_UNKNOWN})
@@ -42,8 +49,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--pid",
         type=int,
-        required=True,
-        help="the pid of the run you mean (as babysit status shows it)",
+        default=None,
+        help="the pid of the run you mean (as babysit status shows it); with --orphans, "
+        "the one orphan to kill",
+    )
+    parser.add_argument(
+        "--orphans",
+        action="store_true",
+        help="kill the orphans on the service's GPUs (processes of no live run holding "
+        "memory there) that babysit status shows now",
     )
     parser.add_argument(
         "--grace",
@@ -60,9 +74,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.grace is not None:
         check_grace(args.grace)
+    if args.pid is None and not args.orphans:
+        raise UsageError("give --pid PID (the run babysit status shows), or --orphans")
     config = load_config(args.config)
     host, service = resolve_target(config, args.target)
     grace = args.grace if args.grace is not None else service.stop_grace
+    if args.orphans:
+        return asyncio.run(kill_orphans(host, service, args.pid, grace, json_out=args.json))
     return asyncio.run(_kill(host, service, args.pid, grace, json_out=args.json))
 
 
@@ -92,26 +110,67 @@ async def _kill(host: Host, service: Service, pid: int, grace: float, *, json_ou
                 f"{assessment.line}); nothing was signalled"
             )
         actions = session.actions("cli")
-        status = 1
         steps = actions.kill(run, assessment.boot_id, grace=grace, container=container)
-        async for step in steps:
-            if isinstance(step, Planned):
-                pids = list(container.pids if container is not None else run.pids if run else ())
-                say(json_out, "plan", f"{service.label}: {step.text}", pids=pids)
-            elif isinstance(step, KillEvent) and step.kind not in QUIET:
-                say(
-                    json_out,
-                    "progress",
-                    f"{service.label}: {step.message}",
-                    event=step.kind,
-                    pid=step.pid,
-                )
-            elif isinstance(step, Finished):
-                say(json_out, "result", f"{service.label}: {step.result}", ok=step.ok)
-                status = step.exit_status
-        return status
+        pids = list(container.pids if container is not None else run.pids if run else ())
+        return await say_steps(service, steps, pids, json_out=json_out)
     finally:
         await sessions.close()
+
+
+async def kill_orphans(
+    host: Host, service: Service, pid: int | None, grace: float, *, json_out: bool
+) -> int:
+    """Kill the orphans the probe shows now on the service's GPUs (``pid``: only that one),
+    after listing them."""
+    from tui.session.sessions import Sessions
+
+    sessions = Sessions(long_lived=False, timeout=None)
+    try:
+        session = sessions.session(host, service)
+        assessment = await session.fresh()
+        seen = session.orphans()
+        orphans = [o for o in seen if pid is None or o.pid == pid]
+        if not orphans:
+            shown = ", ".join(str(o.pid) for o in seen) or "none"
+            which = f"pid {pid} is not one of them (orphans now: {shown})" if pid else "none"
+            raise UsageError(
+                f"{service.label}: no orphans to kill on its GPUs: {which} "
+                f"({assessment.line}); nothing was signalled"
+            )
+        now = assessment.checked_at
+        listed = "\n".join(f"  {orphan_line(o, now)}" for o in orphans)
+        say(
+            json_out,
+            "confirm",
+            f"{service.label}: {len(orphans)} orphan(s) on its GPUs:\n{listed}",
+            orphans=[o.to_json(assessment.utc_offset) for o in orphans],
+        )
+        steps = session.actions("cli").kill_orphans(orphans, assessment.boot_id, grace=grace)
+        return await say_steps(service, steps, [o.pid for o in orphans], json_out=json_out)
+    finally:
+        await sessions.close()
+
+
+async def say_steps(
+    service: Service, steps: AsyncIterator[Step], pids: list[int], *, json_out: bool
+) -> int:
+    """Say a kill's steps as they come (``pids``: what it stops); its exit status."""
+    status = 1
+    async for step in steps:
+        if isinstance(step, Planned):
+            say(json_out, "plan", f"{service.label}: {step.text}", pids=pids)
+        elif isinstance(step, KillEvent) and step.kind not in QUIET:
+            say(
+                json_out,
+                "progress",
+                f"{service.label}: {step.message}",
+                event=step.kind,
+                pid=step.pid,
+            )
+        elif isinstance(step, Finished):
+            say(json_out, "result", f"{service.label}: {step.result}", ok=step.ok)
+            status = step.exit_status
+    return status
 
 
 def _check_container(service: Service, assessment: Assessment, pid: int) -> ContainerState:

@@ -1,7 +1,9 @@
 """`babysit relaunch HOST/SERVICE [--replace] [--wait]`: start the service again, safely.
 
 Refuses (exit 2) when a run is there (unless ``--replace``, which kills it
-first), when the port is taken, or when its GPUs hold other processes' memory.
+first), when the port is taken, when orphans (processes of no live run) hold memory on
+its GPUs (named, with how to free them: ``babysit kill HOST/SERVICE --orphans``; a
+replace checks again after its kill), or when its GPUs hold other processes' memory.
 A container service without ``launch:`` is started again with ``docker start`` of its
 stopped container (``--replace``: ``docker restart`` of the running one), each after
 the container's StartedAt is checked again; what ran is said.

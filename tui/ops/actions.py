@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from tui.config import Host, Service
 from tui.core.containers import ContainerState
+from tui.core.gpu import Orphan
 from tui.core.runs import Assessment, Run
 from tui.core.sanitize import printable
 from tui.errors import BabysitError
@@ -40,6 +41,7 @@ from tui.ops.relaunch import (
     LaunchRefused,
     WaitProgress,
     WaitResult,
+    check_orphans,
     check_preconditions,
     check_resources,
     started_words,
@@ -71,11 +73,7 @@ class Planned:
                 f"stopping {self.target.text}: {self.target.runtime} stop -t "
                 f"{math.ceil(self.grace)} {self.target.id}, once its StartedAt is checked again"
             )
-        children = len(self.target.processes) - 1
-        return (
-            f"stopping pid {self.target.root_pid} and {children} child process(es): "
-            f"SIGTERM, {self.grace:g} s, then SIGKILL"
-        )
+        return f"stopping {self.target.text}: SIGTERM, {self.grace:g} s, then SIGKILL"
 
 
 @dataclass(frozen=True)
@@ -115,11 +113,22 @@ def describe(error: BaseException) -> str:
 class ServiceActions:
     """The flows on one service of one host, by ``actor``, through ``ops``."""
 
-    def __init__(self, ops: HostOps, host: Host, service: Service, *, actor: Actor) -> None:
+    def __init__(
+        self,
+        ops: HostOps,
+        host: Host,
+        service: Service,
+        *,
+        actor: Actor,
+        orphans: Callable[[], Sequence[Orphan]] = tuple,
+    ) -> None:
         self.ops = ops
         self.host = host
         self.service = service
         self.actor = actor
+        #: The orphans on the service's GPUs the latest look at the host shows (a launch
+        #: is refused while there are any).
+        self.orphans = orphans
 
     async def _audit(
         self,
@@ -180,6 +189,20 @@ class ServiceActions:
         ):
             yield step
 
+    async def kill_orphans(
+        self, orphans: Sequence[Orphan], boot_id: str | None, *, grace: float
+    ) -> AsyncIterator[Step]:
+        """The guarded kill of exactly ``orphans`` (as confirmed, on boot ``boot_id``),
+        each a root of its own: its start time re-checked right before each signal, then
+        the wait until the memory they held is free."""
+        if not orphans:
+            raise KillRefused(f"{self.service.label}: no orphans to kill; nothing was signalled")
+        target = KillTarget.of_orphans(orphans, boot_id or "", self.service)
+        first = orphans[0]
+        identity = Identity(boot_id or None, first.pid, first.start_ticks)
+        async for step in self._kill(target, identity, first.cmdline, grace=grace):
+            yield step
+
     async def kill_container(
         self,
         container: ContainerState | None,
@@ -231,6 +254,7 @@ class ServiceActions:
             await self._audit("kill", identity, command, f"failed: {describe(error)}", ok=False)
             raise
         outcome = outcome_of(events)
+        outcome.orphans = isinstance(target, KillTarget) and target.orphans
         summary = outcome.summary(target, self.service.port)
         await self._audit("kill", identity, command, summary, ok=outcome.ok)
         yield Finished("kill", outcome.ok, summary, outcome.exit_status, kill=outcome)
@@ -300,7 +324,9 @@ class ServiceActions:
         assessment = await fresh()
         if service.container is None or service.launch is not None:
             checks = await self.ops.preflight()
-            check_preconditions(service, assessment, checks, replacing=False)
+            check_preconditions(
+                service, assessment, checks, replacing=False, orphans=self.orphans()
+            )
             return await self.ops.launch()
         seen = confirmed or assessment.container or await self.ops.container_state()
         container = check_container(service, seen)
@@ -312,6 +338,7 @@ class ServiceActions:
                 f"{service.label}: {target.text} is {status}; use --replace (R) to restart it"
             )
         if not target.running:
+            check_orphans(service, self.orphans())
             check_resources(service, await self.ops.preflight())
         return await self.ops.start_container(target, grace=grace or service.stop_grace)
 

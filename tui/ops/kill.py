@@ -5,8 +5,11 @@ root and of each descendant seen at that moment. On the host, the agent opens
 a pidfd for each pid, re-checks its start time, and only then signals through
 that pidfd, so a pid that now belongs to another process is left alone (and
 the user told). SIGTERM to the tree, ``grace`` seconds, then SIGKILL for what is
-left. Afterwards: is the port closed, and does anything still hold memory on
-the service's GPUs?
+left. Once they are gone, the agent waits (at most the grace again) until nvidia-smi
+lists none of them and the memory they held is free, and says what was freed.
+Afterwards: is the port closed, and does anything still hold memory on the service's
+GPUs? Orphans on the service's GPUs (processes of no live run) are killed the same way,
+each a root of its own (:meth:`KillTarget.of_orphans`).
 
 Never signalled, whatever was confirmed (the agent refuses, saying why, before
 any signal): pid 1; babysit's own processes and those of its connection (the
@@ -27,7 +30,7 @@ import asyncio
 import math
 import secrets
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 from tui.agent.protocol import (
@@ -40,6 +43,7 @@ from tui.agent.protocol import (
     KILL_FINISHED,
     KILL_GARBLED,
     KILL_GONE,
+    KILL_GPU_WAIT,
     KILL_LOST,
     KILL_REFUSED,
     KILL_SIGNALLED,
@@ -52,11 +56,12 @@ from tui.agent.protocol import (
 )
 from tui.config import MAX_GRACE, Service
 from tui.core.answers import AnswerError, Fields, decode, read
+from tui.core.gpu import Orphan
 from tui.core.launch.argv import FlagSet
 from tui.core.runs import Run
 from tui.engines import GENERIC
 from tui.errors import BabysitError, TransportError, UsageError
-from tui.ops.kill_outcome import KillEvent, stopped_words
+from tui.ops.kill_outcome import KillEvent, mib_text, stopped_words
 from tui.remote.agentcall import run_agent, stream_agent
 from tui.remote.probe import host_state_dir
 from tui.remote.transport import RemoteProcess, Transport, last_line
@@ -68,8 +73,9 @@ PROCESSES_PER_RANK = 34
 #: Processes a server has whatever its ranks: API server, tokenizer, detokenizer,
 #: multiprocessing's resource trackers, a launcher shell.
 PROCESSES_SHARED = 16
-#: After the channel is lost, how long past the grace the kill's record is waited for:
-#: the agent's SIGKILL wait (10 s), its settle and two nvidia-smi queries.
+#: After the channel is lost, how long past twice the grace (SIGTERM's, then the wait for
+#: GPU memory) the kill's record is waited for: the agent's SIGKILL wait (10 s), its
+#: settle and its nvidia-smi queries.
 READ_BACK_SLACK = 15.0
 #: An event line longer than this is not one of the kill's events.
 MAX_EVENT = 1024 * 1024
@@ -132,6 +138,8 @@ class KillTarget:
     max_processes: int | None = None
     #: The service's folder of records on the host (``<host state>/<service>``).
     record_dir: str | None = None
+    #: The processes are orphans on the service's GPUs (each a root of its own), not a run.
+    orphans: bool = False
 
     @classmethod
     def of(cls, run: Run, boot_id: str, service: Service) -> KillTarget:
@@ -143,6 +151,29 @@ class KillTarget:
             max_processes(run, service),
             f"{host_state_dir()}/{service.name}",
         )
+
+    @classmethod
+    def of_orphans(cls, orphans: Sequence[Orphan], boot_id: str, service: Service) -> KillTarget:
+        """The orphans the user confirmed, by (pid, start ticks); the bound is the
+        service's ranks' worth (one per GPU of ``gpus:``, and at least one per orphan)."""
+        ranks = max(len(service.gpus), len(orphans), 1)
+        return cls(
+            boot_id,
+            tuple((o.pid, o.start_ticks) for o in orphans),
+            None,
+            tuple(service.gpus),
+            ranks * PROCESSES_PER_RANK + PROCESSES_SHARED,
+            f"{host_state_dir()}/{service.name}",
+            orphans=True,
+        )
+
+    @property
+    def text(self) -> str:
+        """``pid 4242 and 3 child process(es)``; ``orphans pid 4242, 4243``."""
+        if self.orphans:
+            pids = ", ".join(str(pid) for pid, _ in self.processes)
+            return f"orphan{'s' if len(self.processes) != 1 else ''} pid {pids}"
+        return f"pid {self.root_pid} and {len(self.processes) - 1} child process(es)"
 
     @property
     def root_pid(self) -> int:
@@ -232,7 +263,8 @@ async def stream_kill(
         f"{lost}; {goes_on}: reading its record {path} …",
         {"reason": lost, "record": path},
     )
-    record, error = await _read_back(transport, request, time.monotonic() + grace + READ_BACK_SLACK)
+    until = time.monotonic() + 2 * grace + READ_BACK_SLACK
+    record, error = await _read_back(transport, request, until)
     if record is not None:
         try:
             for data in read(record, "the kill's record").children("events"):
@@ -346,6 +378,11 @@ def _event(data: Fields) -> KillEvent:
         message = f"asked the runtime: {' '.join(data.strings('command'))}"
     elif kind == KILL_STOPPED:
         message = stopped_words(data.plain())
+    elif kind == KILL_GPU_WAIT:
+        pids = data.integers("pids")
+        listed = f" (nvidia-smi still lists pid {', '.join(map(str, pids))})" if pids else ""
+        held = mib_text(data.opt_integer("held_mib") or 0)
+        message = f"waiting for GPU memory: {held} held{listed}"
     elif kind == KILL_DONE:
         message = "done"
     else:
@@ -375,10 +412,15 @@ def _gpu_of(gpu: Fields) -> dict[str, object]:
                 "used_mib": held.opt_integer("used_mib") or 0,
                 "gpu": held.opt_integer("gpu"),
                 "user": held.opt_string("user"),
+                "command": held.opt_string("command"),
                 "signalled": held.flag("signalled"),
             }
             for held in gpu.children("held")
         ],
+        "freed_mib": gpu.opt_integer("freed_mib"),
+        "freed_gpus": gpu.integers("freed_gpus"),
+        "held_mib": gpu.opt_integer("held_mib"),
+        "waited_s": gpu.opt_number("waited_s"),
     }
 
 

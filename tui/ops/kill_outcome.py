@@ -54,11 +54,15 @@ class KillOutcome:
     unknown: str | None = None
     #: A container's stop: how the container ended (its ``stopped`` event's fields).
     stopped: dict[str, object] | None = None
+    #: A kill of orphans: only what the killed processes held counts as left (a live
+    #: run beside them keeps its memory).
+    orphans: bool = False
 
     @property
     def gpu_held(self) -> list[dict[str, object]]:
         held = (self.gpu or {}).get("held")
-        return list(held) if isinstance(held, list) else []
+        found = list(held) if isinstance(held, list) else []
+        return [a for a in found if a.get("signalled")] if self.orphans else found
 
     @property
     def ok(self) -> bool:
@@ -103,9 +107,8 @@ class KillOutcome:
         if self.stopped is not None:
             parts.insert(0, f"{target.text}: {stopped_words(self.stopped)}")
         elif not parts:
-            parts.append(
-                f"pid {target.root_pid} and {len(target.processes) - 1} child process(es) are gone"
-            )
+            one = self.orphans and len(target.processes) == 1
+            parts.append(f"{target.text} {'is' if one else 'are'} gone")
         if port:
             parts.append(
                 f"port {port} is closed"
@@ -145,9 +148,48 @@ def stopped_words(stopped: dict[str, object]) -> str:
     )
 
 
+#: MiB from which memory is said in GiB.
+GIB = 1024
+
+
+def mib_text(mib: float) -> str:
+    """``38.2 GiB``, ``512 MiB``."""
+    return f"{mib / GIB:.1f} GiB" if mib >= GIB else f"{mib:.0f} MiB"
+
+
+def freed_words(gpu: dict[str, object]) -> str | None:
+    """What the kill's wait for GPU memory saw (None: there was nothing to wait for):
+    ``GPU memory freed: 38.2 GiB on GPU 0, 1 (after 1.4 s)``, or what the killed
+    processes still held when the wait gave up."""
+    waited = gpu.get("waited_s")
+    if not isinstance(waited, int | float):
+        return None
+    freed = int(gpu.get("freed_mib") or 0)  # type: ignore[call-overload]
+    indexes = [int(i) for i in gpu.get("freed_gpus") or []]  # type: ignore[union-attr]
+    on = f" on GPU {', '.join(map(str, indexes))}" if indexes else ""
+    held_mib = int(gpu.get("held_mib") or 0)  # type: ignore[call-overload]
+    if not held_mib:
+        return f"GPU memory freed: {mib_text(freed)}{on} (after {waited:.1f} s)"
+    mine = [a for a in gpu.get("held") or [] if a.get("signalled")]  # type: ignore[union-attr]
+    each = ", ".join(
+        f"pid {a['pid']} ({a.get('command') or 'unknown'}) {mib_text(a['used_mib'])} "
+        f"on GPU {a['gpu']}"
+        for a in mine
+    )
+    still = each or f"{mib_text(held_mib)} not given back by the driver{on}"
+    gave = f"; {mib_text(freed)} freed" if freed else ""
+    return f"GPU memory still held after {waited:.0f} s: {still}{gave}"
+
+
 def _gpu_words(gpu: dict[str, object] | None) -> str | None:
     if not gpu:
         return None
+    freed = freed_words(gpu)
+    rest = _held_words(gpu)
+    return "; ".join(w for w in (freed, rest) if w) or None
+
+
+def _held_words(gpu: dict[str, object]) -> str | None:
     if not gpu.get("checked"):
         return f"GPU memory not checked: {gpu.get('reason')}"
     indexes = [int(i) for i in gpu.get("gpus") or []]  # type: ignore[union-attr]

@@ -18,7 +18,7 @@ import asyncio
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -27,6 +27,7 @@ from tui.config import Service
 from tui.core.answers import AnswerError, Fields, decode
 from tui.core.containers import PLAIN, ContainerState
 from tui.core.follow import Start
+from tui.core.gpu import Orphan
 from tui.core.logcursor import EventKind, EventRow, LogCursor, LogLine
 from tui.core.runs import Assessment
 from tui.core.secrets import redact_argv
@@ -34,6 +35,7 @@ from tui.core.verdicts import Verdict
 from tui.engines import of_log, spec
 from tui.errors import BabysitError
 from tui.ops.audit import who
+from tui.ops.orphan_words import orphans_text
 from tui.remote.agentcall import run_agent
 from tui.remote.follow import Follower
 from tui.remote.probe import host_state_dir, ready_patterns
@@ -154,7 +156,12 @@ async def ask(
 
 
 def check_preconditions(
-    service: Service, assessment: Assessment, preflight: dict, *, replacing: bool
+    service: Service,
+    assessment: Assessment,
+    preflight: dict,
+    *,
+    replacing: bool,
+    orphans: Sequence[Orphan] = (),
 ) -> None:
     """Raise LaunchRefused with the reason, in plain words, when a launch must not happen."""
     if assessment.verdict is Verdict.UNKNOWN:
@@ -165,7 +172,20 @@ def check_preconditions(
         )
     if assessment.others and not replacing:
         raise LaunchRefused(f"{service.label}: {assessment.line}")
+    check_orphans(service, orphans)
     check_resources(service, preflight)
+
+
+def check_orphans(service: Service, orphans: Sequence[Orphan]) -> None:
+    """Raise LaunchRefused, naming them and how to free them, while ``orphans`` hold
+    memory on the service's GPUs: the new run would die of OOM."""
+    if orphans:
+        raise LaunchRefused(
+            f"{service.label}: {orphans_text(orphans)} hold memory on its GPUs, left by a "
+            f"run that died or started by hand (a new run would run out of GPU memory); "
+            f"free them with: babysit kill {service.label} --orphans (or k on the host "
+            "screen); nothing was started"
+        )
 
 
 def check_resources(service: Service, preflight: dict) -> None:

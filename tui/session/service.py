@@ -21,6 +21,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from tui.config import Host, Service
+from tui.core.gpu import Orphan
 from tui.core.logcursor import EventKind, EventRow, LogLine, Row
 from tui.core.report import ProbeDetails, ServiceFacts, ServiceReport
 from tui.core.runs import Assessment, unknown
@@ -132,7 +133,12 @@ class ServiceSession:
     def actions(self, actor: str) -> ServiceActions:
         """Kill, relaunch and replace of this service, audited as done by ``actor``
         (``cli`` or ``screen``)."""
-        return ServiceActions(self.ops, self.host, self.service, actor=actor)
+        return ServiceActions(self.ops, self.host, self.service, actor=actor, orphans=self.orphans)
+
+    def orphans(self) -> tuple[Orphan, ...]:
+        """The orphans on the service's GPUs in the latest answer."""
+        gpus = self.facts.report(self.watch.clock() if self.watch else time.time()).gpus
+        return gpus.orphans if gpus is not None and self.state.failure is None else ()
 
     async def fresh(self) -> Assessment:
         """Ask the host now (one round trip for this service); the verdict it gives."""

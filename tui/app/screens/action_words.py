@@ -12,6 +12,7 @@ from tui.agent.protocol import (
     KILL_DONE,
     KILL_EXITED,
     KILL_GONE,
+    KILL_GPU_WAIT,
     KILL_LOST,
     KILL_REFUSED,
     KILL_SIGNALLED,
@@ -44,6 +45,8 @@ class KillWords:
         self.changed: set[int] = set()
         self.lost = False
         self.done = False
+        #: What the wait for GPU memory last said (None: not waiting).
+        self.gpu_wait: str | None = None
 
     def add(self, event: KillEvent) -> None:
         pid = event.pid
@@ -56,11 +59,15 @@ class KillWords:
             self.changed.add(pid)
         elif event.kind == KILL_LOST:
             self.lost = True
+        elif event.kind == KILL_GPU_WAIT:
+            self.gpu_wait = event.message
         elif event.kind in (KILL_DONE, KILL_REFUSED, KILL_UNKNOWN):
             self.done = True
 
     def text(self, elapsed: float) -> str:
-        head = f"stopping pid {self.target.root_pid}: "
+        orphans = isinstance(self.target, KillTarget) and self.target.orphans
+        what = self.target.text if orphans else f"pid {self.target.root_pid}"
+        head = f"stopping {what}: "
         seconds = f"{elapsed:.0f} s"
         if not self.termed and not self.ended and not self.changed:
             return head + f"checking each pid's identity … {seconds}"
@@ -77,7 +84,8 @@ class KillWords:
         if self.changed:
             parts.append(f"{len(self.changed)} left alone (now another process)")
         if len(self.ended) + len(self.changed) >= self.total:
-            return head + ", ".join(parts) + f"; checking the port and GPU memory … {seconds}"
+            check = self.gpu_wait or "checking the port and GPU memory"
+            return head + ", ".join(parts) + f"; {check} … {seconds}"
         if self.killed:
             return head + ", ".join(parts) + f" · {seconds} …"
         return head + ", ".join(parts) + f" · {seconds} of {self.grace:g} …"

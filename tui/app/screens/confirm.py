@@ -1,10 +1,12 @@
-"""Confirmations for the actions that change a host: kill, relaunch, replace.
+"""Confirmations for the actions that change a host: kill (of a run, of the orphans on
+its GPUs), relaunch, replace.
 
 Each modal says exactly what will happen, in the facts the user is about to
 act on (pid, start time, command line, children, GPU memory; or the command,
 cwd, env and what becomes of the old log). Focus starts on Cancel; Escape
 cancels. The plans are built by pure functions from the assessment the user
-saw, so what is confirmed is what is shown.
+saw, so what is confirmed is what is shown. A plan may offer a second choice (the
+orphans beside a live run): the modal then says which of the two was pressed.
 """
 
 from __future__ import annotations
@@ -27,17 +29,25 @@ from textual.widgets import Button, Static
 
 from tui.config import LaunchSpec, Service
 from tui.core.containers import ContainerState
+from tui.core.gpu import Orphan
 from tui.core.runs import Assessment, Run
 from tui.core.sanitize import printable
 from tui.core.secrets import command_text, redact_env
 from tui.core.units import human_age, human_size
+from tui.ops.orphan_words import command_words, memory_words
 from tui.ops.relaunch import DEFAULT_TIMEOUT, LAUNCH_LOG
 from tui.remote.probe import ready_patterns
 
 #: Children listed by pid before the rest are only counted.
 MAX_CHILDREN_SHOWN = 16
+#: Characters of an orphan's command line the modal shows.
+MAX_ORPHAN_COMMAND = 200
 #: The GPU fact until the host has answered.
 GPU_CHECKING = "checking …"
+#: What the modal gives back: the plan's confirm button, or its second choice (None:
+#: cancelled).
+CONFIRM = "confirm"
+ALTERNATIVE = "alternative"
 
 
 @dataclass
@@ -65,6 +75,8 @@ class Plan:
     intro: str
     sections: list[Section]
     confirm: str
+    #: The label of a second choice's button (None: there is only one).
+    alternative: str | None = None
 
     def fact(self, key: str) -> Fact | None:
         return next((f for s in self.sections for f in s.facts if f.key == key), None)
@@ -333,11 +345,76 @@ def replace_plan(service: Service, spec: LaunchSpec | None, a: Assessment, run: 
     )
 
 
+def orphan_facts(a: Assessment, orphan: Orphan) -> list[Fact]:
+    """One orphan as the user confirms its kill: its memory and GPU, command, start."""
+    user = f", user {printable(orphan.user)}" if orphan.user else ""
+    return [
+        Fact("memory", memory_words(orphan)),
+        Fact("command", command_words(orphan, MAX_ORPHAN_COMMAND)),
+        Fact(
+            "started",
+            f"{host_clock(a, orphan.started_at)} on the host's clock, "
+            f"{human_age(a.checked_at - orphan.started_at)} ago; parent pid {orphan.ppid}{user}",
+        ),
+    ]
+
+
+def orphan_sections(a: Assessment, orphans: Sequence[Orphan]) -> list[Section]:
+    return [Section(f"pid {o.pid}", orphan_facts(a, o)) for o in orphans]
+
+
+def orphans_signals(service: Service) -> str:
+    return (
+        f"SIGTERM to each; after {service.stop_grace:g} s, SIGKILL to any still running; then "
+        "up to as long again for the memory they hold to be free"
+    )
+
+
+def orphans_plan(service: Service, a: Assessment, orphans: Sequence[Orphan]) -> Plan:
+    """The kill of the orphans on the service's GPUs, each by its pid and start time."""
+    count = f"{len(orphans)} orphan{'s' if len(orphans) != 1 else ''}"
+    return Plan(
+        title=f"Kill the orphans on {service.label}'s GPUs?",
+        intro=(
+            f"{count} on {a.host} hold memory on the service's GPUs and belong to no live "
+            "run (left when a server died, or started by hand). Right before each signal "
+            "the pid's start time is checked again: a pid that now belongs to another "
+            "process is left alone."
+        ),
+        sections=[
+            *orphan_sections(a, orphans),
+            Section(None, [Fact("signals", orphans_signals(service))]),
+        ],
+        confirm=f"Kill {count}",
+    )
+
+
+def with_orphans(plan: Plan, service: Service, a: Assessment, orphans: Sequence[Orphan]) -> Plan:
+    """``plan`` (the kill of the run) with the orphans' kill offered as a second choice."""
+    count = f"{len(orphans)} orphan{'s' if len(orphans) != 1 else ''}"
+    offered = orphans_plan(service, a, orphans)
+    return Plan(
+        title=plan.title,
+        intro=(
+            f"{plan.intro} Or, as a separate choice, kill the {count} on its GPUs (the run "
+            "is then left alone)."
+        ),
+        sections=[
+            Section("the run", [f for s in plan.sections for f in s.facts]),
+            *(Section(f"or the orphans: {s.heading}", s.facts) for s in offered.sections[:-1]),
+            Section(None, offered.sections[-1].facts),
+        ],
+        confirm=plan.confirm,
+        alternative=offered.confirm,
+    )
+
+
 # ---------------------------------------------------------------------- modal
 
 
-class ConfirmAction(ModalScreen[bool]):
-    """Shows a :class:`Plan`; dismisses with True only when the confirm button is pressed."""
+class ConfirmAction(ModalScreen[str | None]):
+    """Shows a :class:`Plan`; dismisses with :data:`CONFIRM` or :data:`ALTERNATIVE` for
+    the button pressed, None when cancelled."""
 
     AUTO_FOCUS = "#cancel"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -368,7 +445,9 @@ class ConfirmAction(ModalScreen[bool]):
                             )
             with Horizontal(id="buttons"):
                 yield Button("Cancel", id="cancel")
-                yield Button(self.plan.confirm, id="confirm", variant="error")
+                if self.plan.alternative:
+                    yield Button(self.plan.alternative, id=ALTERNATIVE, variant="warning")
+                yield Button(self.plan.confirm, id=CONFIRM, variant="error")
 
     def set_fact(self, key: str, value: str) -> None:
         """Fill in a fact that came later (the GPU memory); safe before or after compose."""
@@ -381,8 +460,9 @@ class ConfirmAction(ModalScreen[bool]):
             self.query_one(f"#fact-{key}", Static).update(Content(value))
 
     def action_cancel(self) -> None:
-        self.dismiss(False)
+        self.dismiss(None)
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "confirm")
+        pressed = event.button.id
+        self.dismiss(pressed if pressed in (CONFIRM, ALTERNATIVE) else None)

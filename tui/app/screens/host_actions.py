@@ -20,12 +20,16 @@ from typing import TYPE_CHECKING
 from tui.agent.protocol import KILL_CHANGED, KILL_LOST, KILL_REFUSED
 from tui.app.screens.action_words import KillWords, WaitWords, clip
 from tui.app.screens.confirm import (
+    ALTERNATIVE,
+    CONFIRM,
     ConfirmAction,
     Plan,
     gpu_text,
     kill_plan,
+    orphans_plan,
     relaunch_plan,
     replace_plan,
+    with_orphans,
 )
 from tui.core.logcursor import EventKind, EventRow, LogEvent
 from tui.core.runs import Assessment, Run
@@ -60,7 +64,7 @@ class HostActions:
         has_run = a.run is not None and a.verdict in KILLABLE
         launchable = self.service.launch is not None or self.service.container is not None
         if action == "kill":
-            return has_run
+            return has_run or bool(self.session.orphans())
         if action == "replace":
             return has_run and launchable
         if action == "relaunch":
@@ -107,12 +111,15 @@ class HostActions:
         )
         self.refresh_bindings()
 
-    async def _confirm(self: HostScreen, plan: Plan, ops: HostOps, run: Run | None = None) -> bool:
-        """Show ``plan``; while it is open, ask the host which GPU memory ``run`` holds."""
+    async def _confirm(
+        self: HostScreen, plan: Plan, ops: HostOps, run: Run | None = None
+    ) -> str | None:
+        """Show ``plan``; while it is open, ask the host which GPU memory ``run`` holds.
+        The button pressed (CONFIRM or ALTERNATIVE), None when cancelled."""
         modal = ConfirmAction(plan)
         gpu = asyncio.create_task(self._gpu_fact(ops, modal, run)) if run is not None else None
         try:
-            return bool(await self.app.push_screen_wait(modal))
+            return await self.app.push_screen_wait(modal)
         finally:
             if gpu is not None:
                 gpu.cancel()
@@ -128,28 +135,34 @@ class HostActions:
             modal.set_fact("gpu", gpu_text(checks, run.pids))
 
     async def _kill_flow(self: HostScreen, ops: HostOps, a: Assessment) -> None:
-        if a.run is None:
+        orphans = self.session.orphans()
+        run = a.run if a.verdict in KILLABLE else None
+        actions, grace = self.session.actions("screen"), self.service.stop_grace
+        if run is None:
+            if orphans and await self._confirm(orphans_plan(self.service, a, orphans), ops):
+                await self._show(actions.kill_orphans(orphans, a.boot_id, grace=grace))
             return
-        if await self._confirm(kill_plan(self.service, a, a.run), ops, a.run):
-            grace = self.service.stop_grace
-            await self._show(
-                self.session.actions("screen").kill(
-                    a.run, a.boot_id, grace=grace, container=a.container
-                )
-            )
+        plan = kill_plan(self.service, a, run)
+        if orphans:
+            plan = with_orphans(plan, self.service, a, orphans)
+        choice = await self._confirm(plan, ops, run)
+        if choice == CONFIRM:
+            await self._show(actions.kill(run, a.boot_id, grace=grace, container=a.container))
+        elif choice == ALTERNATIVE:
+            await self._show(actions.kill_orphans(orphans, a.boot_id, grace=grace))
 
     async def _relaunch_flow(self: HostScreen, ops: HostOps, a: Assessment) -> None:
         spec = self.service.launch
         if spec is None and self.service.container is None:
             return
-        if await self._confirm(relaunch_plan(self.service, spec, a), ops):
+        if await self._confirm(relaunch_plan(self.service, spec, a), ops) == CONFIRM:
             await self._show(self.session.actions("screen").relaunch(self.session.fresh))
 
     async def _replace_flow(self: HostScreen, ops: HostOps, a: Assessment) -> None:
         spec, run = self.service.launch, a.run
         if (spec is None and self.service.container is None) or run is None:
             return
-        if await self._confirm(replace_plan(self.service, spec, a, run), ops, run):
+        if await self._confirm(replace_plan(self.service, spec, a, run), ops, run) == CONFIRM:
             grace = self.service.stop_grace
             await self._show(
                 self.session.actions("screen").replace(
