@@ -81,7 +81,7 @@ class HostScreen(HostActions, HostCanary, HostDump, Screen[None]):
             "kill",
             "kill",
             id="host.kill",
-            tooltip="kill: stop the verified run (SIGTERM, grace, SIGKILL), after asking",
+            tooltip="kill: stop the verified run, or the orphans on its GPUs, after asking",
         ),
         Binding(
             "r",
