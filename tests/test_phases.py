@@ -227,7 +227,7 @@ def test_a_garbled_record_names_its_field():
         StartupRecord.from_json(read({"pid": "x", "start_ticks": 1, "started": 1}, "r"))
 
 
-def starting(now: float, marks: tuple[PhaseMark, ...]):
+def starting(now: float, marks: tuple[PhaseMark, ...], *, cut: bool = False):
     """A STARTING assessment of a run that writes its log, with these phase marks."""
     from tui.core.runs import Assessment, LogState, OpenFile, Process, Run
     from tui.core.verdicts import Verdict
@@ -244,7 +244,7 @@ def starting(now: float, marks: tuple[PhaseMark, ...]):
         sources=("log",),
         files=(log_file,),
     )
-    ready = Ready(seen=False, source="timestamps", anchor=0, phases=marks)
+    ready = Ready(seen=False, source="timestamps", anchor=0, phases=marks, cut=cut)
     return Assessment(
         host="gpu",
         service="qwen",
@@ -284,3 +284,25 @@ def test_a_report_without_a_run_has_every_startup_key_null():
     report = ServiceFacts("gpu", "qwen", engine="vllm", intended=None).report(T0)
     ready = report.to_json()["ready"]
     assert all(ready[key] is None for key in STARTUP_KEYS)
+
+
+def test_a_run_found_ready_by_http_keeps_the_phases_its_log_showed():
+    from tui.core.readiness import HEALTHY, ready_of
+    from tui.core.runs import LogState, ServiceProbe
+
+    marks = (mark("loading weights", T0 + 10, 100),)
+    a = starting(T0 + 40, marks, cut=True)
+    probe = ServiceProbe(
+        "gpu",
+        "qwen",
+        "tgi",
+        ME[0],
+        T0 + 40,
+        0,
+        LogState("/srv/serve.log", True),
+        (a.run,),
+        health=HEALTHY,
+    )
+    ready = ready_of(probe, a.run)
+    assert ready.seen and ready.by_http
+    assert ready.phases == marks and ready.anchor == 0

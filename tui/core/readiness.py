@@ -3,6 +3,8 @@ cannot tell; and what a run that is not ready yet is waiting for, in plain words
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tui.core.runs import Ready, Run, ServiceProbe
 
 #: The /health status that says the server serves.
@@ -14,8 +16,9 @@ def ready_of(probe: ServiceProbe, run: Run) -> Ready:
     unknown, or no ready line in a log that may have lost it (cut since the run began)."""
     ready = run.ready or Ready(seen=None, source="not probed")
     if (ready.seen is None or (ready.seen is False and ready.cut)) and probe.health == HEALTHY:
-        return Ready(
-            seen=True, source="HTTP /health answered 200", anchor=ready.anchor, by_http=True
+        # what the log showed of this run stays (its anchor, its startup phases)
+        return replace(
+            ready, seen=True, source="HTTP /health answered 200", by_http=True, cut=False
         )
     return ready
 
