@@ -424,8 +424,9 @@ def test_babysit_kill_stops_the_container_and_names_it(
 # ------------------------------------------------------------------ --rm
 
 
-#: Seconds the --rm sim serves before its crash ends the container.
-SERVES_FOR = 3
+#: Seconds the --rm sim serves before its crash ends the container (long enough for a
+#: loaded machine's screen to see it run first).
+SERVES_FOR = 6
 #: SGLang's last words as its crash ends the container (then the tree is killed: 137).
 CRASH_LINE = "SIGQUIT received."
 #: The exit status of the SGLang sim's crash (SIGKILL of the whole tree).
@@ -473,10 +474,15 @@ async def test_a_rm_container_gone_keeps_its_last_lines_on_screen(
 
         # while it runs: the warning, beside a run that serves (or, once its crash line is
         # printed and its process not yet gone, a run that no longer serves: WEDGED)
-        await until(lambda: warned_of_rm(screen), "the --rm warning", pilot=pilot, timeout=30)
-        assert screen.assessment is not None
         running = (Verdict.LIVE, Verdict.STARTING, Verdict.WEDGED)
-        assert screen.assessment.verdict in running, screen.assessment
+
+        def warned_while_running() -> bool:
+            a = screen.assessment
+            return a is not None and a.verdict in running and warned_of_rm(screen)
+
+        await until(
+            warned_while_running, "the --rm warning beside its run", pilot=pilot, timeout=30
+        )
         await until(lambda: gone(dockerd, name), "docker to remove it", pilot=pilot, timeout=30)
         read = lines()
         await until(dead, "the verdict on the container gone", pilot=pilot, timeout=30)
