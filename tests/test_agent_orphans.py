@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import json
 import os
-import shlex
 import signal
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 from sim_helpers import Sim, nvidia_smi, sim_env
+from support import orphan_sim
 from support.reports import report_host
 from support.servers import REPO, Server, free_port
 from support.sshd import Sshd, start_sshd
@@ -201,20 +201,10 @@ def gpu_state(
     ``nvidia-smi.calls`` beside it."""
     state = tmp_path / "sim-state"
     calls = tmp_path / "nvidia-smi.calls"
-    shim = (
-        "#!/bin/sh\n"
-        f'echo "$1" >> {shlex.quote(str(calls))}\n'
-        f"BABYSIT_SIM_STATE={shlex.quote(str(state))} "
-        f"BABYSIT_SIM_PYTHON={shlex.quote(sys.executable)} "
-        f'exec {shlex.quote(str(REPO / "tui" / "sim" / "nvidia-smi"))} "$@"\n'
+    local, remote = orphan_sim.install_standin(
+        state, tmp_path / "bin", orphans_sshd.bin_dir, calls=calls
     )
-    local_bin = tmp_path / "bin"
-    local_bin.mkdir()
-    remote = orphans_sshd.bin_dir / "nvidia-smi"
-    for path in (local_bin / "nvidia-smi", remote):
-        path.write_text(shim)
-        path.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{local_bin}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("PATH", f"{local.parent}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("BABYSIT_SIM_STATE", str(state))
     try:
         yield state

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shlex
 import signal
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support import orphan_sim
 from support.pct_standin import start_ticks
 from support.servers import REPO, Server
 from support.sshd import Sshd, start_sshd
@@ -82,19 +82,8 @@ def gpu_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, orphan_sshd: Sshd
     """The nvidia-smi stand-in on PATH, here and on the sshd's hosts, reading this
     test's sim registry."""
     state = tmp_path / "sim-state"
-    shim = (
-        "#!/bin/sh\n"
-        f"BABYSIT_SIM_STATE={shlex.quote(str(state))} "
-        f"BABYSIT_SIM_PYTHON={shlex.quote(sys.executable)} "
-        f'exec {shlex.quote(str(REPO / "tui" / "sim" / "nvidia-smi"))} "$@"\n'
-    )
-    local_bin = tmp_path / "bin"
-    local_bin.mkdir()
-    remote = orphan_sshd.bin_dir / "nvidia-smi"
-    for path in (local_bin / "nvidia-smi", remote):
-        path.write_text(shim)
-        path.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{local_bin}{os.pathsep}{os.environ['PATH']}")
+    local, remote = orphan_sim.install_standin(state, tmp_path / "bin", orphan_sshd.bin_dir)
+    monkeypatch.setenv("PATH", f"{local.parent}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("BABYSIT_SIM_STATE", str(state))
     try:
         yield state

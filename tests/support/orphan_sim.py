@@ -21,23 +21,26 @@ TP = 2
 SCENARIO = "orphan-workers"
 
 
-def standin_shim(state: Path) -> str:
-    """A shell script that runs the nvidia-smi stand-in on the sim registry ``state``."""
+def standin_shim(state: Path, calls: Path | None = None) -> str:
+    """A shell script that runs the nvidia-smi stand-in on the sim registry ``state``
+    (appending each run's first argument to ``calls`` when given)."""
+    logged = f'echo "$1" >> {shlex.quote(str(calls))}\n' if calls is not None else ""
     return (
         "#!/bin/sh\n"
+        f"{logged}"
         f"BABYSIT_SIM_STATE={shlex.quote(str(state))} "
         f"BABYSIT_SIM_PYTHON={shlex.quote(sys.executable)} "
         f'exec {shlex.quote(str(ROOT / "tui" / "sim" / "nvidia-smi"))} "$@"\n'
     )
 
 
-def install_standin(state: Path, *folders: Path) -> list[Path]:
+def install_standin(state: Path, *folders: Path, calls: Path | None = None) -> list[Path]:
     """The stand-in as ``nvidia-smi`` in each of ``folders``; the paths written."""
     written = []
     for folder in folders:
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / "nvidia-smi"
-        path.write_text(standin_shim(state))
+        path.write_text(standin_shim(state, calls))
         path.chmod(0o755)
         written.append(path)
     return written
