@@ -11,8 +11,9 @@ from tui.core.assess import assess
 from tui.core.gpu import read_apps, read_gpus
 from tui.core.hint import HintRule
 from tui.core.hints import hints
-from tui.core.hints_orphans import COMMAND_SHOWN, command_words
+from tui.core.hints_orphans import COMMAND_SHOWN
 from tui.core.metrics.series import SeriesStore
+from tui.core.orphan_words import command_short
 from tui.core.orphans import find_orphans, read_procs
 from tui.core.report import ServiceFacts
 from tui.core.runs import ServiceProbe
@@ -195,7 +196,8 @@ def test_the_orphans_hint_names_each_pid_its_memory_gpu_command_and_start() -> N
     assert "(10 min ago)" in first
     assert second.startswith("pid 11 (user root) holds 512 MiB on GPU 2")
     assert (
-        second.endswith("…") and len(command_words(("python3", "-c", "x" * 400))) == COMMAND_SHOWN
+        second.endswith("…")
+        and len(command_short(("python3", "-c", "x" * 400), COMMAND_SHOWN)) == COMMAND_SHOWN
     )
 
 

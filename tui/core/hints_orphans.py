@@ -14,8 +14,8 @@ from __future__ import annotations
 from tui.core.gpu import Orphan, ServiceGpus
 from tui.core.hint import Hint, HintRule
 from tui.core.hostclock import HostWords
+from tui.core.orphan_words import command_short
 from tui.core.sanitize import printable
-from tui.core.secrets import redact_argv
 
 #: Orphans the evidence names one by one (the others are counted).
 ORPHANS_NAMED = 8
@@ -57,12 +57,5 @@ def _evidence(orphan: Orphan, words: HostWords) -> str:
     looks = f"; it looks like a worker of {printable(orphan.worker_of)}" if orphan.worker_of else ""
     return (
         f"pid {orphan.pid}{user} holds {memory} on {gpu}, started {words.when(orphan.started_at)}, "
-        f"parent {orphan.ppid}: {command_words(orphan.cmdline)}{looks}"
+        f"parent {orphan.ppid}: {command_short(orphan.cmdline, COMMAND_SHOWN)}{looks}"
     )
-
-
-def command_words(cmdline: tuple[str, ...]) -> str:
-    """The command line as one printable line, secrets redacted, at most
-    :data:`COMMAND_SHOWN` characters."""
-    text = printable(" ".join(redact_argv(cmdline))) or "(no command line)"
-    return text if len(text) <= COMMAND_SHOWN else text[: COMMAND_SHOWN - 1] + "…"

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tui.core.gpu import Orphan
+from tui.core.orphan_words import command_short
 from tui.core.sanitize import printable
-from tui.core.secrets import command_text
 from tui.core.units import human_age
 from tui.ops.kill_outcome import mib_text
 
@@ -19,8 +19,7 @@ MAX_NAMED = 8
 
 def command_words(orphan: Orphan, width: int = MAX_COMMAND) -> str:
     """Its command line, secrets redacted and cut at ``width``."""
-    text = printable(command_text(orphan.cmdline)) or "(command line unreadable)"
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return command_short(orphan.cmdline, width)
 
 
 def memory_words(orphan: Orphan) -> str:
