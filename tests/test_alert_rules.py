@@ -65,6 +65,7 @@ def series_in(expr: str) -> set[str]:
 
 
 def promtool(*args: str) -> subprocess.CompletedProcess[str]:
+    """promtool run in ``alerts/`` (the test file names the rules beside it)."""
     tool = shutil.which("promtool")
     if tool is None:
         pytest.skip("promtool is not installed (./dev/test installs Debian's prometheus)")
@@ -129,4 +130,42 @@ def test_promtool_accepts_the_rules() -> None:
 @pytest.mark.integration
 def test_promtool_unit_tests_of_the_rules_pass() -> None:
     done = promtool("test", "rules", RULES_TESTS.name)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def readme_section() -> str:
+    """README.md's section on babysit export."""
+    text = (ALERTS.parent / "README.md").read_text(encoding="utf-8")
+    start = text.index("## Fleets beyond one screen")
+    return text[start : text.index("\n## ", start + 1)]
+
+
+def readme_queries() -> list[str]:
+    """The PromQL of the section's table of dashboard panels."""
+    table = readme_section().split("PromQL for dashboard panels", 1)[1]
+    return re.findall(r"^\| [^|]+ \| `(.+)` \|$", table, flags=re.MULTILINE)
+
+
+@pytest.mark.unit
+def test_readme_names_every_alert_and_every_series() -> None:
+    section = readme_section()
+    alerts = {rule["alert"] for rule in rules()}
+    assert set(re.findall(r"^\| `(Babysit\w+)` \|", section, flags=re.MULTILINE)) == alerts
+    tabled = set(re.findall(r"^\| `(babysit_\w+)` \|", section, flags=re.MULTILINE))
+    assert tabled == set(names.ALL)
+    queries = readme_queries()
+    assert queries, "no dashboard query found in README.md"
+    for query in queries:
+        assert series_in(query) <= set(names.ALL), query
+
+
+@pytest.mark.integration
+def test_promtool_accepts_the_readme_queries(tmp_path: Path) -> None:
+    recorded = [
+        {"record": f"babysit:readme_panel_{i}", "expr": query}
+        for i, query in enumerate(readme_queries())
+    ]
+    panels = tmp_path / "panels.rules.yml"
+    panels.write_text(yaml.safe_dump({"groups": [{"name": "panels", "rules": recorded}]}))
+    done = promtool("check", "rules", str(panels))
     assert done.returncode == 0, done.stdout + done.stderr
