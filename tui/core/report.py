@@ -407,6 +407,7 @@ class ServiceFacts:
             canary=canary,
             progress=self._serving.progress,
             startup=self._startup_of(a, now),
+            observed_at=None if self._assessment is None else self._assessment.checked_at,
         )
 
     def _startup_of(self, a: Assessment, now: float) -> Startup | None:
