@@ -1,9 +1,10 @@
 """The alert rules shipped in ``alerts/``: promtool accepts them and their unit tests
 pass, they read only the series ``babysit export`` exposes (tui/export/names.py, the
-contract), and each one waits two scrapes and says what to run.
+contract), and each one waits two scrapes and says what to run; README.md's section on
+babysit export names every rule and series, and its dashboard queries parse.
 
-A renamed series, a rule without a test, or a rule that fires on one scrape breaks a
-test here.
+A renamed series, a rule without a test, a rule that fires on one scrape, or a README
+that forgot one breaks a test here.
 """
 
 from __future__ import annotations
