@@ -155,7 +155,8 @@ async def _serve(
     sessions = Sessions(interval=every)
     exporter = Exporter(selection, sessions)
     hosts = len(selection)
-    asked = f"{exporter.services} services on {hosts} host{'s' if hosts != 1 else ''}"
+    count = exporter.services
+    asked = f"{count} service{'s' if count != 1 else ''} on {hosts} host{'s' if hosts != 1 else ''}"
     server = None
     try:
         if where is not None:
