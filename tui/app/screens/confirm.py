@@ -430,8 +430,9 @@ class ConfirmAction(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as dialog:
             dialog.border_title = Content(printable(self.plan.title))
-            yield Static(Content(printable(self.plan.intro)), id="intro")
+            # The intro scrolls with the facts; the buttons stay below, always on screen.
             with VerticalScroll(id="facts"):
+                yield Static(Content(printable(self.plan.intro)), id="intro")
                 for section in self.plan.sections:
                     if section.heading:
                         yield Static(Content(printable(section.heading)), classes="heading")

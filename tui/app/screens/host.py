@@ -11,7 +11,8 @@ place, :meth:`HostScreen.on_worker_state_changed`, and told on screen in plain
 words; nothing the follower does can crash the app. A failing probe is handled by
 the host's probe loop (:mod:`tui.session.watch`): the banner turns UNKNOWN with
 the reason. ``k``, ``r`` and ``R`` are in :mod:`tui.app.screens.host_actions`, ``c``
-in :mod:`tui.app.screens.host_canary`, ``d`` in :mod:`tui.app.screens.host_dump`.
+in :mod:`tui.app.screens.host_canary`, ``d`` in :mod:`tui.app.screens.host_dump`,
+``l`` and ``m`` (the panes that fold) in :mod:`tui.app.screens.host_panes`.
 """
 
 from __future__ import annotations
@@ -28,15 +29,17 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual.worker import Worker, WorkerError, WorkerState
 
 from tui.app.screens.help import HelpScreen, keys_of
 from tui.app.screens.host_actions import HOST_ACTIONS, HostActions
 from tui.app.screens.host_canary import HostCanary
 from tui.app.screens.host_dump import HostDump
+from tui.app.screens.host_panes import HostPanes
 from tui.app.widgets.action_progress import ActionProgress
 from tui.app.widgets.host_header import HostHeader
+from tui.app.widgets.keys_footer import KeysFooter
 from tui.app.widgets.launch_pane import LaunchPane
 from tui.app.widgets.log_view import LogView
 from tui.app.widgets.metrics_pane import CanaryLine, HintsLine, MetricsPane
@@ -58,13 +61,11 @@ from tui.session.watch import HostWatch
 FOLLOWER_STOP_TIMEOUT = 3.0
 
 
-#: Below this many columns the launch pane steps aside unless it shows a problem.
-NARROW = 100
 #: Seconds between two redraws of the metrics pane while lines keep coming.
 METRICS_REDRAW = 1.0
 
 
-class HostScreen(HostActions, HostCanary, HostDump, Screen[None]):
+class HostScreen(HostActions, HostCanary, HostDump, HostPanes, Screen[None]):
     """One service on one host. Panes stack in ``#panes``; the log pane takes the rest."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -130,6 +131,23 @@ class HostScreen(HostActions, HostCanary, HostDump, Screen[None]):
             show=False,
             id="host.previous_service",
         ),
+        # The panes that fold (see HostPanes.fold_panes); their summary lines name the keys.
+        Binding(
+            "l",
+            "toggle_pane('launch')",
+            "launch",
+            id="host.launch",
+            tooltip="launch: open or fold the launch flags pane",
+            show=False,
+        ),
+        Binding(
+            "m",
+            "toggle_pane('metrics')",
+            "metrics",
+            id="host.metrics",
+            tooltip="metrics: open or fold the metrics pane and the hints",
+            show=False,
+        ),
     ]
 
     def __init__(
@@ -163,6 +181,7 @@ class HostScreen(HostActions, HostCanary, HostDump, Screen[None]):
         self._shown_bindings: tuple[bool | None, ...] | None = None
         self._metrics_drawn = 0.0
         self._metrics_pending = False
+        self._opened: dict[str, bool] = {}  # see HostPanes
 
     @property
     def where(self) -> str:
@@ -191,11 +210,10 @@ class HostScreen(HostActions, HostCanary, HostDump, Screen[None]):
             yield Static(id="problem")
             yield LogView(self.service.log_text, id="log")
             yield SearchBar(id="search")
-        yield Footer()
+        yield KeysFooter()
 
     def on_resize(self, event: events.Resize) -> None:
-        # Narrow terminals show the launch pane only when a flag is missing.
-        self.query_one("#top").set_class(event.size.width < NARROW, "-narrow")
+        self.fold_panes()
 
     def on_mount(self) -> None:
         self.log_view.focus()
@@ -244,6 +262,7 @@ class HostScreen(HostActions, HostCanary, HostDump, Screen[None]):
         self.show_assessment(report.assessment)
         launch_note = None if report.assessment.run else "no run to compare with"
         self.query_one(LaunchPane).show(report.launch, launch_note)
+        self.fold_panes()  # a flag missing opens the launch pane on a narrow terminal
         self._show_metrics(report)
 
     def show_metrics(self) -> None:
