@@ -56,7 +56,7 @@ class HostPanes:
         self.query_one(HintsLine).folded = metrics.folded
         self.query_one("#top").set_class(launch.folded or metrics.folded, "-folded")
         self.query_one("#panes").set_class(short, "-short")
-        limit = max(4, height * 3 // 10) if short else PANE_LINES
+        limit = max(4, height * 4 // 10) if short else PANE_LINES
         for pane in (launch, metrics):
             pane.border_subtitle = f"{FOLDING[pane.id or '']} folds" if short else ""
             # In cells, not vh: a container of height auto counts a vh limit wrong.

@@ -28,7 +28,9 @@ from tui.core.launch.words import (
 )
 from tui.core.sanitize import printable
 
-FLAG_WIDTH = 28
+#: The narrowest the flag column gets (a longer flag is cut in the middle).
+MIN_FLAG_WIDTH = 12
+#: Values up to this long always fit their column.
 VALUE_WIDTH = 11
 #: The label of a value's own lines (``  intended /models/…``).
 LABEL_WIDTH = 10
@@ -75,10 +77,15 @@ def pane_text(
     if not rows:
         text.append(note or "no run to compare with", style="dim")
         return text
-    # flag, intended, running and a one-character mark, with a space between each.
+    # flag, intended, running and a one-character mark, with a space between each. The
+    # value columns are as wide as the values that fit them (a longer one takes lines of
+    # its own); the flags get the rest, so a long flag is cut only when it must be.
+    values = [_value(v) for r in rows for v in (r.intended, running_text(r))]
+    cap = max(VALUE_WIDTH, (width - MIN_FLAG_WIDTH - 4) // 2)
+    value_width = max([len("intended"), *(len(v) for v in values if len(v) <= cap)])
     longest = max(len(printable(r.flag)) for r in rows)
-    flag_width = max(12, min(FLAG_WIDTH, longest, width - 2 * VALUE_WIDTH - 4))
-    value_width = max(6, (width - flag_width - 4) // 2)
+    flag_width = max(MIN_FLAG_WIDTH, min(longest, width - 2 * value_width - 4))
+    value_width = max(value_width, (width - flag_width - 4) // 2)
     names = flag_names([printable(r.flag) for r in rows], flag_width)
     text.append(f"{'flag':<{flag_width}} {'intended':<{value_width}} running", style="dim")
     drawn = [
