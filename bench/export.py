@@ -9,9 +9,10 @@ PATH), then the real exporter as its own process,
 and waits for a scrape that gives every service a verdict. Then, reading the
 exporter's process with psutil (user + system CPU, its children's included):
 
-1. probing alone: its CPU over a window with no scrape, as % of one core and per
-   service per round trip (each host is asked once every ``--every`` s plus the
-   round trip's own duration, ``babysit_probe_duration_seconds``);
+1. probing alone: its CPU over a window with no scrape before the scrapes and one
+   after them (their mean is the probing rate), as % of one core and per service
+   per round trip (each host is asked once every ``--every`` s plus the round
+   trip's own duration, ``babysit_probe_duration_seconds``);
 2. steady scrapes: ``--scrapes`` GETs of /metrics, one started every ``--gap`` s,
    each sent with Prometheus 2.42's Accept and Accept-Encoding headers (so the
    exporter renders OpenMetrics and gzips it, as for Prometheus): each one's wall
@@ -21,7 +22,8 @@ exporter's process with psutil (user + system CPU, its children's included):
    figures, with less of probing's noise in them.
 
 Also the exposition's size (text format, and gzipped OpenMetrics as a scrape gets it)
-and its sample count.
+and its sample count, and how much of a scrape's CPU is rendering OpenMetrics and
+gzip (timed in this process on the same samples).
 
     .venv/bin/python bench/export.py [--hosts 16] [--per-host 4] [--every 2]
         [--window 20] [--scrapes 40] [--gap 1] [--quick] [--json FILE]
@@ -208,6 +210,16 @@ def scrape_run(url: str, process: psutil.Process, count: int, gap: float) -> Run
     return Run(done, window, cpu1 - cpu0, max(kids0, kids1), late)
 
 
+def probing(process: psutil.Process, window: float) -> Run:
+    """The exporter's CPU over ``window`` seconds with no scrape."""
+    cpu0, kids0 = cpu_seconds(process)
+    t0 = time.monotonic()
+    time.sleep(window)
+    took = time.monotonic() - t0
+    cpu1, kids1 = cpu_seconds(process)
+    return Run([], took, cpu1 - cpu0, max(kids0, kids1), 0)
+
+
 def render_cost(text: str, repeats: int = 5) -> tuple[float, float]:
     """CPU seconds this process takes to render the families of ``text`` as OpenMetrics,
     and to gzip that (medians of ``repeats``): the share of a scrape the exporter's HTTP
@@ -330,31 +342,31 @@ def measure(
     assert isinstance(verdicts, dict)
     counts = Counter(verdicts.values())
 
-    # 1. Probing alone.
-    cpu0, kids0 = cpu_seconds(process)
-    t0 = time.monotonic()
-    time.sleep(window_s)
-    probing_window = time.monotonic() - t0
-    cpu1, kids1 = cpu_seconds(process)
-    probe_rate = (cpu1 - cpu0) / probing_window
+    # 1. Probing alone, before the scrapes (and again after them, below).
+    before = probing(process, window_s)
     text = get(url).body.decode()
     sizes = exposition(text)
     took = sizes["took"]
     assert isinstance(took, list)
     round_trip = statistics.median(took) if took else 0.0
-    period = args.every + round_trip
-    per_service_round_trip = probe_rate * period / services
 
     # 2. and 3. Scrapes, steady then back to back.
-    runs = {}
-    most_kids = max(kids0, kids1)
-    for name, gap in (("steady", args.gap), ("back_to_back", 0.0)):
-        run = scrape_run(url, process, count, gap)
-        most_kids = max(most_kids, run.children)
+    runs = {
+        name: scrape_run(url, process, count, gap)
+        for name, gap in (("steady", args.gap), ("back_to_back", 0.0))
+    }
+    after = probing(process, window_s)
+    # Probing's rate is taken as the mean of the two windows around the scrapes.
+    probe_rate = (before.cpu + after.cpu) / (before.window + after.window)
+    period = args.every + round_trip
+    per_service_round_trip = probe_rate * period / services
+    most_kids = max(before.children, after.children, *(r.children for r in runs.values()))
+    figures_of = {}
+    for name, run in runs.items():
         times = [s.seconds for s in run.scrapes]
         per_scrape = (run.cpu - probe_rate * run.window) / count
-        runs[name] = {
-            "gap_s": gap,
+        figures_of[name] = {
+            "gap_s": args.gap if name == "steady" else 0.0,
             "scrapes": count,
             "late": run.late,
             "window_s": run.window,
@@ -389,11 +401,13 @@ def measure(
         f"{len(last.body):,} gzipped ({last.encoding or 'not compressed'}) as a scrape gets it"
     )
     print(
-        f"probing alone over {probing_window:.0f} s: {probe_rate * 100:.1f}% of one core; "
+        f"probing alone, {before.window:.0f} s before the scrapes and {after.window:.0f} s "
+        f"after: {before.cpu / before.window * 100:.1f}% and "
+        f"{after.cpu / after.window * 100:.1f}% of one core, {probe_rate * 100:.1f}% together; "
         f"a round trip {round_trip:.2f} s (median), so one every {period:.2f} s per host → "
         f"{per_service_round_trip * 1000:.2f} ms CPU per service per round trip"
     )
-    for name, figures in runs.items():
+    for name, figures in figures_of.items():
         how = (
             f"one started every {figures['gap_s']:g} s ({figures['late']} started late: "
             "the one before was still being read)"
@@ -432,13 +446,13 @@ def measure(
         "openmetrics_bytes": len(openmetrics),
         "scrape_bytes": len(last.body),
         "scrape_encoding": last.encoding,
-        "probing_window_s": probing_window,
-        "probing_cpu_s": cpu1 - cpu0,
+        "probing_window_s": [before.window, after.window],
+        "probing_cpu_s": [before.cpu, after.cpu],
         "probing_pct_of_core": probe_rate * 100,
         "round_trip_s": round_trip,
         "cpu_per_service_round_trip_s": per_service_round_trip,
-        "steady": runs["steady"],
-        "back_to_back": runs["back_to_back"],
+        "steady": figures_of["steady"],
+        "back_to_back": figures_of["back_to_back"],
         "render_openmetrics_cpu_s": render_s,
         "gzip_cpu_s": gzip_s,
         "rss_bytes": rss,
