@@ -10,7 +10,7 @@ and the machine it ran on to ``bench/results/<date>-<host>.json``.
               [--only follow,big-log,tui,parse,fleet,export,demo,sim,agent,traps,serving]
               [--no-install] [--out DIR]
 
-A full run takes about 9 minutes on a 2-core machine; ``--quick`` about 5
+A full run takes about 11 minutes on a 2-core machine; ``--quick`` about 6
 (shorter windows, a smaller big log, fewer repeats: figures for a smoke test,
 not for quoting).
 """
