@@ -42,6 +42,11 @@ VERBS: dict[str, tuple[str, str]] = {
         "last lines, into one file",
         "tui.commands.dump",
     ),
+    "export": (
+        "expose every service's verdict and facts to Prometheus (/metrics, or a textfile "
+        "for node_exporter)",
+        "tui.commands.export",
+    ),
     "parse": (
         "parse a saved server log offline (SGLang, vLLM, llama.cpp, TGI): metric lines and "
         "a summary per metric",

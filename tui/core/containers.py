@@ -48,6 +48,7 @@ the container: its processes as any run's, with ``ready`` counted from this run'
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -90,6 +91,25 @@ class ContainerIdentity:
     @property
     def short_id(self) -> str:
         return self.id[:12]
+
+    @property
+    def run_id(self) -> str:
+        return run_id(self.id, self.started_at, self.restart_count)
+
+
+#: How a container's StartedAt is written in its run id.
+UTC_STAMP = "%Y-%m-%dT%H:%M:%SZ"
+
+
+def run_id(container_id: str, started_at: float | None, restart_count: int) -> str:
+    """A container's run as one word: ``<full id>@<StartedAt, UTC, to the
+    microsecond>#<RestartCount>`` (a crash loop's first restarts come within a second)."""
+    at = "never"
+    if started_at is not None:
+        whole = int(started_at)
+        micros = round((started_at - whole) * 1_000_000) % 1_000_000
+        at = time.strftime(UTC_STAMP, time.gmtime(whole)).replace("Z", f".{micros:06d}Z")
+    return f"{container_id}@{at}#{restart_count}"
 
 
 @dataclass(frozen=True)

@@ -117,6 +117,8 @@ class ServiceFacts:
         self._canary: CanaryResult | None = None
         #: The service's run history on the host, from the latest answer.
         self._startups: tuple[StartupRecord, ...] = ()
+        #: When the latest real answer (one that read the host) was read there.
+        self._observed_at: float | None = None
 
     @classmethod
     def of(
@@ -309,6 +311,7 @@ class ServiceFacts:
         log = assessment.log
         if log is not None:  # a real answer (an unknown one knows no clock of the host)
             self.utc_offset = assessment.utc_offset
+            self._observed_at = assessment.checked_at
             self._forget_read(assessment)
             self._place(assessment)
             self._split_container_run(assessment)
@@ -407,6 +410,7 @@ class ServiceFacts:
             canary=canary,
             progress=self._serving.progress,
             startup=self._startup_of(a, now),
+            observed_at=self._observed_at,
         )
 
     def _startup_of(self, a: Assessment, now: float) -> Startup | None:

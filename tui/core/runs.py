@@ -299,6 +299,17 @@ class Assessment:
         return f"{self.verdict.word} — {self.summary}"
 
     @property
+    def run_id(self) -> str | None:
+        """The run as one word: a container's (:func:`tui.core.containers.run_id`), else
+        ``<boot id>/<pid>/<start ticks>`` of its root process; None without a run."""
+        identity = self.container.identity if self.container is not None else None
+        if identity is not None:
+            return identity.run_id
+        if self.run is None:
+            return None
+        return f"{self.boot_id or 'unknown-boot'}/{self.run.root.pid}/{self.run.root.start_ticks}"
+
+    @property
     def writes_log(self) -> bool:
         """Whether the assessed run writes the file now at the log's path. A container's
         json-file log is written by the daemon, not by the run: it is this run's while

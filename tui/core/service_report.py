@@ -64,6 +64,10 @@ class ServiceReport:
     #: Where the run is in its startup (its phase, since when, an ETA from the last
     #: run's phases), or None when there is no run that writes the log.
     startup: Startup | None = None
+    #: When the facts of the latest answer were read on the host (host epoch seconds;
+    #: None before any). It stays when a later round trip fails and the verdict turns
+    #: UNKNOWN: it says how old the last thing babysit knows is.
+    observed_at: float | None = None
 
     @property
     def verdict(self) -> Verdict:

@@ -10,6 +10,9 @@ Every series of a service carries ``host`` and ``service`` (the service's label:
 
 from __future__ import annotations
 
+#: The textfile's name in its folder (node_exporter's textfile collector reads ``*.prom``).
+TEXTFILE = "babysit.prom"
+
 #: 1 for each run babysit sees write a service's log; labels ``engine``, ``pid``,
 #: ``started`` (the run's start, ISO 8601 in the host's zone), ``log_inode`` and
 #: ``run_id`` (``<boot id>/<pid>/<start ticks>``, or a container's

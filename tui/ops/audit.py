@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from tui.core.containers import ContainerState
+from tui.core.containers import ContainerState, run_id
 from tui.core.runs import Run
 from tui.core.secrets import redact_argv
 
@@ -34,8 +34,6 @@ from tui.core.secrets import redact_argv
 Actor = Literal["cli", "screen"]
 #: Where the audit log lives when $BABYSIT_STATE is not set.
 DEFAULT_STATE = "~/.local/state/babysit"
-#: How a container's StartedAt is written in its run id.
-UTC_STAMP = "%Y-%m-%dT%H:%M:%SZ"
 #: The audit log's name in the state folder.
 LOG_NAME = "actions.jsonl"
 
@@ -46,15 +44,8 @@ def who() -> str:
 
 
 def container_run_id(container: ContainerState) -> str:
-    """A container's run as one word: ``<full id>@<StartedAt, UTC, to the
-    microsecond>#<RestartCount>`` (a crash loop's first restarts come within a second)."""
-    started = container.started_at
-    at = "never"
-    if started is not None:
-        whole = int(started)
-        micros = round((started - whole) * 1_000_000) % 1_000_000
-        at = time.strftime(UTC_STAMP, time.gmtime(whole)).replace("Z", f".{micros:06d}Z")
-    return f"{container.id}@{at}#{container.restart_count}"
+    """A container's run as one word (:func:`tui.core.containers.run_id`)."""
+    return run_id(container.id, container.started_at, container.restart_count)
 
 
 @dataclass(frozen=True)

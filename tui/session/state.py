@@ -3,7 +3,8 @@
 ``reports`` are from the last answer that came (``answered_at``); a failure
 keeps them, to be drawn as old. Invariant: ``failure`` and ``retry_at`` are set
 together, and only after a failed round trip; ``asking_since`` is set while a
-round trip is on its way. Times are the watching side's clock.
+round trip is on its way. ``took``: seconds the last round trip took, answered or
+failed (None before any). Times are the watching side's clock.
 """
 
 from __future__ import annotations
@@ -25,13 +26,14 @@ class HostState:
     failure: str | None = None
     retry_at: float | None = None
     failures: int = 0
+    took: float | None = None
 
     def asking(self, now: float) -> HostState:
         return dataclasses.replace(self, asking_since=now)
 
     def answered(self, reports: Sequence[ServiceReport], now: float) -> HostState:
         by_name = MappingProxyType({r.assessment.service: r for r in reports})
-        return HostState(reports=by_name, answered_at=now)
+        return HostState(reports=by_name, answered_at=now, took=self._took(now))
 
     def failed(self, reason: str, now: float, retry_in: float) -> HostState:
         return dataclasses.replace(
@@ -40,7 +42,11 @@ class HostState:
             failure=reason,
             retry_at=now + retry_in,
             failures=self.failures + 1,
+            took=self._took(now),
         )
+
+    def _took(self, now: float) -> float | None:
+        return None if self.asking_since is None else max(0.0, now - self.asking_since)
 
 
 def probe_failure(reports: Sequence[ServiceReport]) -> str | None:
