@@ -51,7 +51,8 @@ A = "gpu-a.example"
 B = "gpu-b.example"
 READY = "The server is fired up"
 SPEC = ("--speculative-algorithm", "EAGLE")
-#: Every verdict's label value (names.VERDICT).
+#: Every verdict's label value (names.VERDICT), written out rather than taken from
+#: tui.core.verdicts: they are what alert rules and dashboards match.
 VERDICTS = ("live", "starting", "wedged", "stale", "dead", "no-log", "ambiguous", "unknown")
 #: What each service is before any test changes it.
 EXPECTED = {
