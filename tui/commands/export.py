@@ -30,7 +30,7 @@ from tui.commands import say
 from tui.commands.status import gather_reports, select
 from tui.config import Host, Service
 from tui.core.verdicts import worst_exit_status
-from tui.errors import UsageError
+from tui.errors import BabysitError, UsageError
 from tui.export.names import TEXTFILE
 from tui.hostsfile import load_config
 
@@ -40,6 +40,8 @@ DEFAULT_LISTEN = "127.0.0.1:9753"
 DEFAULT_EVERY = 5.0
 #: The shortest ``--every``: a host is asked at most this often.
 MIN_EVERY = 0.1
+#: The longest ``--every``: an hour-old answer is no verdict to alert on.
+MAX_EVERY = 3600.0
 
 Selection = list[tuple[Host, list[Service]]]
 
@@ -100,8 +102,8 @@ def loopback(address: str) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not args.every >= MIN_EVERY:
-        raise UsageError(f"--every {args.every:g}: give at least {MIN_EVERY:g} seconds")
+    if not MIN_EVERY <= args.every <= MAX_EVERY:
+        raise UsageError(f"--every {args.every:g}: give {MIN_EVERY:g} to {MAX_EVERY:g} seconds")
     listen = args.listen
     if listen is None and args.textfile is None and not args.once:
         listen = DEFAULT_LISTEN
@@ -121,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
 async def _once(selection: Selection, folder: Path | None) -> int:
     from prometheus_client import generate_latest
 
-    from tui.export.exporter import Exporter, Frozen, write_textfile
+    from tui.export.exporter import Exporter, Frozen, refresh_textfile
     from tui.session.sessions import Sessions
 
     sessions = Sessions(long_lived=False, timeout=None)
@@ -132,7 +134,9 @@ async def _once(selection: Selection, folder: Path | None) -> int:
         await sessions.close()
     sys.stdout.write(generate_latest(Frozen(made)).decode())
     if folder is not None:
-        await asyncio.to_thread(write_textfile, folder, made)
+        problem = await refresh_textfile(folder, made)
+        if problem is not None:
+            raise BabysitError(problem, title="textfile")
     return worst_exit_status(r.verdict for r in reports)
 
 
@@ -151,7 +155,8 @@ async def _serve(
     sessions = Sessions(interval=every)
     exporter = Exporter(selection, sessions)
     hosts = len(selection)
-    asked = f"{exporter.services} services on {hosts} host{'s' if hosts != 1 else ''}"
+    count = exporter.services
+    asked = f"{count} service{'s' if count != 1 else ''} on {hosts} host{'s' if hosts != 1 else ''}"
     server = None
     try:
         if where is not None:
