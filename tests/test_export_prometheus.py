@@ -34,8 +34,10 @@ from support.exporter import (
     start_export,
 )
 from support.prometheus import (
+    NOT_INSTALLED,
     Prometheus,
     PrometheusUnavailable,
+    find_prometheus,
     find_promtool,
     start_prometheus,
 )
@@ -144,8 +146,13 @@ def exporter(fleet: Fleet) -> Iterator[Exporter]:
 
 @pytest.fixture(scope="module")
 def prometheus(
-    exporter: Exporter, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Prometheus]:
+    """Prometheus scraping the module's exporter (skipped, before the fleet is made, where
+    Prometheus is not installed)."""
+    if find_prometheus() is None:
+        pytest.skip(NOT_INSTALLED)
+    exporter: Exporter = request.getfixturevalue("exporter")
     assert exporter.url is not None
     target = exporter.url.removeprefix("http://").removesuffix("/metrics")
     try:
@@ -163,7 +170,7 @@ def prometheus(
 def promtool() -> str:
     found = find_promtool()
     if found is None:
-        pytest.skip("promtool is not installed (./dev/test installs Debian's prometheus package)")
+        pytest.skip("promtool is not installed (it ships in Debian's prometheus package)")
     return found
 
 

@@ -36,6 +36,8 @@ INTERVAL = 1
 RETENTION = "1h"
 #: Lines of its log a failure shows.
 TAIL = 30
+#: Why a test that needs Prometheus is skipped.
+NOT_INSTALLED = "prometheus is not installed (./dev/test installs Debian's prometheus package)"
 
 
 class PrometheusUnavailable(RuntimeError):
@@ -183,9 +185,7 @@ def start_prometheus(root: Path, target: str, timeout: float = 30.0) -> Promethe
     raises :class:`PrometheusUnavailable` when it is not installed."""
     binary = find_prometheus()
     if binary is None:
-        raise PrometheusUnavailable(
-            "prometheus is not installed (./dev/test installs Debian's prometheus package)"
-        )
+        raise PrometheusUnavailable(NOT_INSTALLED)
     root.mkdir(parents=True, exist_ok=True)
     config = root / "prometheus.yml"
     config.write_text(config_text(target))
