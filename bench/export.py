@@ -112,9 +112,7 @@ def exposition(text: str) -> dict[str, object]:
         for sample in family.samples:
             samples += 1
             babysit += sample.name.startswith("babysit_")
-            gpu += sample.name.startswith("babysit_metric") and sample.labels.get(
-                "name", ""
-            ).startswith("gpu_")
+            gpu += sample.name.startswith("babysit_gpu_metric")
             if sample.name == "babysit_verdict" and sample.value == 1:
                 verdicts[(sample.labels["host"], sample.labels["service"])] = sample.labels[
                     "verdict"
@@ -395,8 +393,7 @@ def measure(
     )
     print(
         f"exposition: {sizes['samples']} samples ({sizes['babysit_samples']} babysit_*, of "
-        f"which {sizes['gpu_samples']} babysit_metric* of GPUs, each host's GPUs under "
-        "each of its services), "
+        f"which {sizes['gpu_samples']} babysit_gpu_metric*, each host's GPUs once), "
         f"{text_bytes:,} bytes as text, {len(openmetrics):,} as OpenMetrics, "
         f"{len(last.body):,} gzipped ({last.encoding or 'not compressed'}) as a scrape gets it"
     )

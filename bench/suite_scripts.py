@@ -100,7 +100,7 @@ def export(quick: bool, raw: dict) -> list[Row]:
         ),
         Row(
             work,
-            "exposition: samples (of GPUs, repeated per service); KiB as text / gzipped",
+            "exposition: samples (of GPUs, once per host); KiB as text / gzipped",
             f"{data['samples']:,} ({data['gpu_samples']:,}); {fmt(data['text_bytes'] / 1024)} / "
             f"{fmt(data['scrape_bytes'] / 1024)}",
         ),
