@@ -33,7 +33,7 @@ MIN_FLAG_WIDTH = 12
 #: Values up to this long always fit their column.
 VALUE_WIDTH = 11
 #: The label of a value's own lines (``  intended /models/…``).
-LABEL_WIDTH = 10
+LABEL_WIDTH = 11
 
 #: Status -> style of the row.
 STYLES = {

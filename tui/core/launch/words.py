@@ -58,18 +58,23 @@ def flag_names(flags: Sequence[str], width: int) -> list[str]:
     ]
 
 
+#: Characters a value's line may end after (a path's parts, a name's words, a list's items).
+BREAKS = "/-_,"
+
+
 def value_lines(text: str, width: int) -> list[str]:
-    """``text`` cut into lines of at most ``width`` characters, at a space or a ``/`` where
-    one is near the end of a line, else anywhere: every character is kept."""
+    """``text`` cut into lines of at most ``width`` characters, at a space or after one of
+    :data:`BREAKS` where one is in the line's second half, else anywhere: every
+    character is kept (only the spaces at a cut are dropped)."""
     width = max(1, width)
     lines: list[str] = []
     rest = text
     while len(rest) > width:
-        cut = max(rest.rfind(" ", 0, width + 1), rest.rfind("/", 0, width))
-        if cut < width // 2:
+        space = rest.rfind(" ", 0, width + 1)
+        after = max(rest.rfind(c, 0, width) for c in BREAKS) + 1
+        cut = max(space, after)
+        if cut < width // 2 or cut <= 0:
             cut = width
-        elif rest[cut] == "/":
-            cut += 1
         lines.append(rest[:cut].rstrip(" "))
         rest = rest[cut:].lstrip(" ")
     lines.append(rest)
