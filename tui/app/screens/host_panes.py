@@ -53,7 +53,8 @@ class HostPanes:
         if short and not launch.folded and not metrics.folded:
             last = next(reversed(self._opened), "launch")
             (metrics if last == "launch" else launch).folded = True
-        self.query_one(HintsLine).folded = metrics.folded
+        hints = self.query_one(HintsLine)
+        hints.folded, hints.evidence = metrics.folded, not short
         self.query_one("#top").set_class(launch.folded or metrics.folded, "-folded")
         self.query_one("#panes").set_class(short, "-short")
         limit = max(4, height * 4 // 10) if short else PANE_LINES

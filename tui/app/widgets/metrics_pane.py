@@ -126,14 +126,20 @@ def summary_line(metrics: ServiceMetrics | None, note: str | None = None) -> str
 
 class HintsLine(Static):
     """Each hint that fires, in plain words, with its evidence; hidden when none does.
-    Folded (with the metrics pane), one line each, without the evidence."""
+    Folded (with the metrics pane), one line each; on a short terminal, without the
+    evidence (``babysit status`` and a taller terminal show it)."""
 
     _shown: tuple[Hint, ...] | None = None
     #: One line per hint, cut at the end (the metrics pane's ``m`` opens them whole).
     folded: reactive[bool] = reactive(False, init=False)
+    #: Each hint's evidence after its words (off on a short terminal: the words only).
+    evidence: reactive[bool] = reactive(True, init=False)
 
     def watch_folded(self, folded: bool) -> None:
         self.set_class(folded, "-folded")
+        self._draw()
+
+    def watch_evidence(self) -> None:
         self._draw()
 
     def show(self, hints: Sequence[Hint]) -> None:
@@ -151,7 +157,7 @@ class HintsLine(Static):
                 text.append("\n")
             text.append("hint: ", style="bold")
             text.append(printable(hint.message))
-            if not self.folded:
+            if self.evidence and not self.folded:
                 text.append(f" ({printable('; '.join(hint.evidence))})", style="dim")
         self.update(text)
 
