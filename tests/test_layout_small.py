@@ -116,7 +116,7 @@ async def test_the_footer_keeps_help_and_quit(size: tuple[int, int]) -> None:
         pytest.param("R", probed(writes=INODE, ready=True), id="replace"),
     ],
 )
-@pytest.mark.parametrize("size", [(80, 24), (60, 20)], ids=["80x24", "60x20"])
+@pytest.mark.parametrize("size", [(80, 24), (60, 20), (80, 14)], ids=["80x24", "60x20", "80x14"])
 async def test_a_confirmations_buttons_are_reached_with_tab(
     key: str, assessment: Any, size: tuple[int, int]
 ) -> None:
@@ -135,4 +135,20 @@ async def test_a_confirmations_buttons_are_reached_with_tab(
             await pilot.pause()
         assert {"cancel", "confirm"} <= seen
         assert modal is pilot.app.screen
+        await pilot.press("escape")
+
+
+async def test_a_long_confirmation_scrolls_its_facts_to_the_last() -> None:
+    app = snap_app(probed(writes=INODE, ready=True))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await rows_shown(pilot)
+        await pilot.press("R")
+        modal = await modal_of(pilot)
+        facts = modal.query_one("#facts")
+        assert facts.max_scroll_y > 0, "the replace plan is longer than 80x24"
+        facts.scroll_end(animate=False)
+        await pilot.pause()
+        last = list(facts.query(".fact-value"))[-1]
+        assert facts.region.contains_region(last.region), "the last fact can be scrolled to"
+        assert on_screen(pilot, modal.query_one("#confirm").region)
         await pilot.press("escape")
