@@ -42,8 +42,8 @@ class HostPanes:
         """Fold each pane the user has not opened or folded by key: both below
         :data:`SHORT` rows, the launch pane below :data:`NARROW` columns unless a flag is
         missing. Below :data:`SHORT` rows one pane at most is open (the one opened last),
-        so the log keeps its lines. Folded panes stack, one line each; the hints fold
-        with the metrics."""
+        so the log keeps its lines. Folded panes stack, one line each, and so do open
+        ones below :data:`NARROW` columns; the hints fold with the metrics."""
         width, height = self.size
         short = height < SHORT
         launch, metrics = self.query_one(LaunchPane), self.query_one(MetricsPane)
@@ -55,7 +55,8 @@ class HostPanes:
             (metrics if last == "launch" else launch).folded = True
         hints = self.query_one(HintsLine)
         hints.folded, hints.evidence = metrics.folded, not short
-        self.query_one("#top").set_class(launch.folded or metrics.folded, "-folded")
+        stacked = launch.folded or metrics.folded or width < NARROW
+        self.query_one("#top").set_class(stacked, "-stacked")
         self.query_one("#panes").set_class(short, "-short")
         limit = max(4, height * 4 // 10) if short else PANE_LINES
         for pane in (launch, metrics):
