@@ -1,12 +1,15 @@
-"""``?``: the keys of the screen it was opened from, and whether each can be used now."""
+"""``?``: the keys of the screen it was opened from, and whether each can be used now.
+
+The list is the screen's active bindings, nothing more and nothing less (a test
+compares them); a greyed-out key, pressed, says why (:func:`say_why_not`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
@@ -21,27 +24,53 @@ class KeyHelp:
     enabled: bool
 
 
+def key_names(binding: Binding, app: App[object]) -> str:
+    """How a person types ``binding``'s key (``G``, ``end``, ``ctrl+f``, ``space``), even
+    where the footer shows one name for several keys."""
+    return app.get_key_display(replace(binding, key_display=None))
+
+
 def keys_of(screen: Screen[object]) -> list[KeyHelp]:
-    """babysit's keys active on ``screen`` (the focused widget's, the screen's, the app's)
-    and the command palette's, one line per action. Textual's own scrolling and focus keys
-    are left out, and so are keys hidden by ``check_action`` (read-only)."""
+    """Every key ``screen`` answers to now (the focused widget's, the screen's, the app's),
+    one line per action, greyed-out ones marked; the keys hidden by ``check_action``
+    (read-only) are left out, as they do nothing."""
     keys: dict[tuple[str, str], list[str]] = {}
     items: dict[tuple[str, str], KeyHelp] = {}
     for active in screen.active_bindings.values():
         binding = active.binding
-        if binding.id is None and binding.action != "command_palette":
-            continue
         ident = (binding.action, binding.description)
-        shown = binding.key_display or screen.app.get_key_display(binding)
+        shown = key_names(binding, screen.app)
         keys.setdefault(ident, [])
         if shown not in keys[ident]:
             keys[ident].append(shown)
-        what = binding.tooltip or binding.description
+        what = binding.tooltip or binding.description or binding.action
         items[ident] = KeyHelp("", what, active.enabled)
     return [
-        KeyHelp(", ".join(sorted(keys[ident], key=len)), item.description, item.enabled)
+        KeyHelp(", ".join(keys[ident]), item.description, item.enabled)
         for ident, item in items.items()
     ]
+
+
+def say_why_not(screen: Screen[object], key: str) -> bool:
+    """When ``key`` is bound on ``screen`` only to actions that are greyed out (or hidden)
+    now, say why, from the first of their nodes that knows (its ``why_not(action)``).
+    Textual runs no disabled action; without this the key would do nothing, silently.
+    Returns whether something was said."""
+    app = screen.app
+    reasons: list[str] = []
+    for namespace, bindings in screen._modal_binding_chain:
+        for binding in bindings.key_to_bindings.get(key, ()):
+            target, action, _ = app._parse_action(binding.action, namespace)
+            if target.check_action(action, ()):
+                return False  # it runs
+            why_not = getattr(target, "why_not", None)
+            reason = why_not(action) if callable(why_not) else None
+            if reason:
+                reasons.append(reason)
+    if not reasons:
+        return False
+    app.notify(reasons[0], title=f"{key}: not now", severity="warning", timeout=4, markup=False)
+    return True
 
 
 class HelpScreen(ModalScreen[None]):
