@@ -210,7 +210,7 @@ class FleetScreen(Screen[None]):
         said = [f"{counts[v]} {v.lower()}" for v in order if counts.get(v)]
         hosts = len(self.targets)
         where = f"{hosts} host{'s' if hosts != 1 else ''} · {len(self.rows)} services"
-        where += f" · {self.sort}"
+        where += f" · sorted {self.sort}"
         if self.filter_words:
             where += f" · {self.table.row_count} shown for '{' '.join(self.filter_words)}'"
         self.query_one("#fleet-counts", Static).update(

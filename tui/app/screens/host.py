@@ -81,8 +81,7 @@ class HostScreen(HostActions, HostCanary, HostDump, Screen[None]):
             "kill",
             "kill",
             id="host.kill",
-            tooltip="kill: stop the verified run, or the orphans on its GPUs, after asking "
-            "(shift+k: j and k move in the log)",
+            tooltip="kill: stop the verified run, or the orphans on its GPUs, after asking",
         ),
         Binding(
             "r",

@@ -426,22 +426,20 @@ class LogView(LogKeys, ScrollView, can_focus=True, inherit_bindings=False):
             return Strip.blank(width, base)
         absolute, piece = self._at(index)
         row = self._row(absolute)
-        if isinstance(row, EventRow):
-            strip = self._event_strip(row, width, base)
-        else:
-            strip = self._line_strip(absolute, row, base)
-            if self.wrap:
-                cut = max(1, self._wrap_width)
-                strip = strip.crop(piece * cut, (piece + 1) * cut).extend_cell_length(width, base)
-            else:
-                strip = strip.crop_extend(scroll_x, scroll_x + width, base)
         if absolute == self.cursor:
-            cursor = self.get_component_rich_style("log-view--cursor")
-            strip = Strip(Segment.apply_style(list(strip), post_style=cursor), strip.cell_length)
-        return strip
+            # The selected line: its own background under the text (a match keeps its own).
+            base = base + self.get_component_rich_style("log-view--cursor")
+        if isinstance(row, EventRow):
+            return self._event_strip(row, width, base, selected=absolute == self.cursor)
+        strip = self._line_strip(absolute, row, base)
+        if self.wrap:
+            cut = max(1, self._wrap_width)
+            return strip.crop(piece * cut, (piece + 1) * cut).extend_cell_length(width, base)
+        return strip.crop_extend(scroll_x, scroll_x + width, base)
 
     def _line_strip(self, absolute: int, line: LogLine, base: Style) -> Strip:
-        cached = self._cache.get(absolute)
+        """Row ``absolute`` drawn whole; kept unless it is the selected line."""
+        cached = self._cache.get(absolute) if absolute != self.cursor else None
         if cached is not None:
             return cached
         text = display_text(line.text)
@@ -468,10 +466,13 @@ class LogView(LogKeys, ScrollView, can_focus=True, inherit_bindings=False):
             cut = self.get_component_rich_style("log-view--cut")
             segments.append(Segment(tail, cut))
         strip = Strip(segments, cell_len(text) + cell_len(tail))
-        self._cache[absolute] = strip
+        if absolute != self.cursor:
+            self._cache[absolute] = strip
         return strip
 
-    def _event_strip(self, row: EventRow, width: int, base: Style) -> Strip:
+    def _event_strip(
+        self, row: EventRow, width: int, base: Style, *, selected: bool = False
+    ) -> Strip:
         kind = row.event.kind
         if kind is EventKind.ERROR:
             name = "log-view--event-error"
@@ -480,6 +481,8 @@ class LogView(LogKeys, ScrollView, can_focus=True, inherit_bindings=False):
         else:
             name = "log-view--event"
         style = self.get_component_rich_style(name)
+        if selected:
+            style += self.get_component_rich_style("log-view--cursor")
         now = self.clock() if self.relative_times else None
         words = f"{RULE * 2} {event_text(row, now)} "
         rule = RULE * max(2, width - cell_len(words))
