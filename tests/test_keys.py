@@ -227,11 +227,25 @@ async def test_a_greyed_out_kill_says_why_when_pressed() -> None:
         assert screen.check_action("kill", ()) is None, "shown, greyed"
         await pilot.press("K")
         await pilot.pause()
-        assert any("no verified run to kill (DEAD)" in words for words in said(app))
+        assert any("no verified run to kill (DEAD)" in words for words in said(app)), said(app)
         assert isinstance(app.screen, HostScreen), "nothing opened"
         await pilot.press("G")  # following already
         await pilot.pause()
         assert any("following already" in words for words in said(app))
+        await pilot.press("n")  # no search
+        await pilot.pause()
+        assert any("no search yet: / searches the log" in words for words in said(app))
+        before = len(said(app))
+        await pilot.press("escape")  # nothing to clear, nowhere to go back to: quiet
+        await pilot.press("y")  # a positive fact after it: the copy is said
+        await until(lambda: len(said(app)) > before, "the copy said", pilot=pilot)
+        assert said(app)[before:] == [said(app)[-1]] and "copied" in said(app)[-1]
+        before = len(said(app))
+        await pilot.press("slash", "K", "enter")  # typed in the search field: no word of kill
+        await until(lambda: log_of(app).search is not None, "the search", pilot=pilot)
+        await pilot.press("y")
+        await until(lambda: len(said(app)) > before, "the copy said", pilot=pilot)
+        assert said(app)[before:] == [said(app)[-1]] and "copied" in said(app)[-1]
 
 
 @pytest.mark.integration

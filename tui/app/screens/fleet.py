@@ -242,11 +242,6 @@ class FleetScreen(Screen[None]):
             return bool(self.filter_words) or self.query_one("#fleet-filter").has_class("-open")
         return True
 
-    def why_not(self, action: str) -> str | None:
-        if action == "clear_filter":
-            return "no filter to clear"
-        return None
-
     def on_key(self, event: events.Key) -> None:
         say_why_not(self, event.key)
 

@@ -251,6 +251,8 @@ class LogKeys:
         """Why the shown-but-greyed ``action`` does nothing now."""
         if action == "follow":
             return "following already: the newest line is on screen"
+        if action in ("next_match", "previous_match"):
+            return "no search yet: / searches the log"
         return None
 
     def _step(self: LogView, *, forward: bool) -> None:
