@@ -432,3 +432,21 @@ async def test_the_fleet_help_names_the_kill_key_as_shift_k() -> None:
         assert isinstance(app.screen, FleetScreen)
         help_screen = await open_help(pilot)
         assert help_screen.note is not None and "kill (K)" in help_screen.note
+
+
+@pytest.mark.integration
+async def test_after_the_mouse_paused_the_first_j_or_k_selects_a_line_on_screen() -> None:
+    app = host_app(probed(writes=INODE, ready=True))
+    async with app.run_test(size=SIZE) as pilot:
+        await rows_shown(pilot)
+        view = log_of(app)
+        view.scroll_relative(y=-6, animate=False, immediate=True)  # as the wheel does
+        await until(lambda: not view.following, "the wheel to pause", pilot=pilot)
+        top = view.buffer.first_index + int(view.scroll_offset.y)
+        bottom = top + view.size.height - 1
+        await pilot.press("k")
+        assert view.cursor == bottom, "the bottom line on screen, the view unmoved"
+        assert view.buffer.first_index + int(view.scroll_offset.y) == top
+        view.cursor = None
+        await pilot.press("j")
+        assert view.cursor == top

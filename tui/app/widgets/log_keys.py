@@ -129,15 +129,17 @@ class LogKeys:
         if not self.line_count:
             return
         if self.cursor is None:
-            if rows > 0:
-                return  # following: the newest line is on screen already
-            start = self._newest_shown()
-            if start is None:
-                return
-            self._select(start)
-            rows += 1
-            if not rows:
-                return
+            # No line selected yet: the first key selects one on screen and goes no further
+            # (following, the newest; paused by the mouse, the bottom or the top one).
+            if self.following:
+                if rows > 0:
+                    return  # the newest line is on screen already
+                start = self._newest_shown()
+            else:
+                start = self._bottom_row() if rows < 0 else self._top_row()
+            if start is not None:
+                self._select(start)
+            return
         shown = self._shown_rows()
         at = bisect.bisect_left(shown, self.cursor if self.cursor is not None else 0)
         if rows > 0 and at >= len(shown) - 1:
@@ -164,11 +166,12 @@ class LogKeys:
         if not self.line_count:
             return
         if self.cursor is None:
-            newest = self._newest_shown()
-            if newest is None:
-                return
+            # Following: from the newest line; paused by the mouse: from the screen's edge.
+            start = self._newest_shown() if self.following else None
+            if start is None:
+                start = self._top_row() if pages < 0 else self._bottom_row()
             self.pause()
-            self.cursor = newest
+            self.cursor = start
         self._steering = True
         try:
             self.scroll_to(
