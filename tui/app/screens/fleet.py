@@ -79,6 +79,9 @@ class FleetScreen(Screen[None]):
         Binding("question_mark", "help", "help", key_display="?", id="fleet.help"),
     ]
 
+    #: The heading of these keys in ``?``.
+    HELP_SECTION = "the fleet"
+
     class ServiceChosen(Message):
         """The user asked to open ``service`` on ``host`` (Enter on its row)."""
 

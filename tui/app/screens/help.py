@@ -22,6 +22,16 @@ class KeyHelp:
     key: str
     description: str
     enabled: bool
+    #: Whose key it is (``the log``, ``this service``, ``babysit``): the help's headings.
+    section: str = ""
+
+
+def section_of(node: object) -> str:
+    """The heading of a node's keys: its ``HELP_SECTION``, or ``babysit`` for the app's."""
+    named = getattr(node, "HELP_SECTION", None)
+    if isinstance(named, str):
+        return named
+    return "babysit" if isinstance(node, App) else ""
 
 
 def key_names(binding: Binding, app: App[object]) -> str:
@@ -36,6 +46,7 @@ def keys_of(screen: Screen[object]) -> list[KeyHelp]:
     (read-only) are left out, as they do nothing."""
     keys: dict[tuple[str, str], list[str]] = {}
     items: dict[tuple[str, str], KeyHelp] = {}
+    rank: dict[tuple[str, str], int] = {}
     for active in screen.active_bindings.values():
         binding = active.binding
         ident = (binding.action, binding.description)
@@ -44,11 +55,11 @@ def keys_of(screen: Screen[object]) -> list[KeyHelp]:
         if shown not in keys[ident]:
             keys[ident].append(shown)
         what = binding.tooltip or binding.description or binding.action
-        items[ident] = KeyHelp("", what, active.enabled)
-    return [
-        KeyHelp(", ".join(keys[ident]), item.description, item.enabled)
-        for ident, item in items.items()
-    ]
+        items[ident] = KeyHelp("", what, active.enabled, section_of(active.node))
+        rank.setdefault(ident, 2 if isinstance(active.node, App) else int(active.node is screen))
+    # The focused widget's keys first, then the screen's, then the app's.
+    order = sorted(items, key=lambda ident: rank[ident])
+    return [replace(items[ident], key=", ".join(keys[ident])) for ident in order]
 
 
 def say_why_not(screen: Screen[object], key: str) -> bool:
@@ -91,7 +102,13 @@ class HelpScreen(ModalScreen[None]):
             box.border_title = Content(self.title_text)
             box.border_subtitle = Content("Esc or ? closes")
             with VerticalScroll(id="help-keys"):
+                section = None
                 for item in self.keys:
+                    if item.section and item.section != section:
+                        first = section is None
+                        section = item.section
+                        heading = "help-section -first" if first else "help-section"
+                        yield Static(Content(section), classes=heading)
                     classes = "help-row" if item.enabled else "help-row -disabled"
                     with Horizontal(classes=classes):
                         yield Static(Content(item.key), classes="help-key")

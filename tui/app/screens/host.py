@@ -132,6 +132,9 @@ class HostScreen(HostActions, HostCanary, HostDump, Screen[None]):
         ),
     ]
 
+    #: The heading of these keys in ``?``.
+    HELP_SECTION = "this service"
+
     def __init__(
         self,
         session: ServiceSession,

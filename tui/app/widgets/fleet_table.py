@@ -66,6 +66,9 @@ class FleetTable(ScrollView, can_focus=True, inherit_bindings=False):
         Binding("right", "scroll_right", "scroll right", show=False, id="fleet.right"),
     ]
 
+    #: The heading of these keys in ``?``.
+    HELP_SECTION = "the rows"
+
     class Highlighted(Message):
         """The cursor is on another row (``key``; None when the table is empty)."""
 

@@ -74,6 +74,8 @@ class LogView(LogKeys, ScrollView, can_focus=True, inherit_bindings=False):
     }
 
     BINDINGS: ClassVar[list[BindingType]] = LOG_KEYS
+    #: The heading of these keys in ``?``.
+    HELP_SECTION = "the log"
 
     #: True while the view sticks to the newest row.
     following: reactive[bool] = reactive(True, bindings=True)
