@@ -10,7 +10,7 @@ Every way the follower can end (an error, or simply stopping) is handled in one
 place, :meth:`HostScreen.on_worker_state_changed`, and told on screen in plain
 words; nothing the follower does can crash the app. A failing probe is handled by
 the host's probe loop (:mod:`tui.session.watch`): the banner turns UNKNOWN with
-the reason. ``k``, ``r`` and ``R`` are in :mod:`tui.app.screens.host_actions`, ``c``
+the reason. ``K``, ``r`` and ``R`` are in :mod:`tui.app.screens.host_actions`, ``c``
 in :mod:`tui.app.screens.host_canary`, ``d`` in :mod:`tui.app.screens.host_dump`,
 ``l`` and ``m`` (the panes that fold) in :mod:`tui.app.screens.host_panes`.
 """
@@ -32,7 +32,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 from textual.worker import Worker, WorkerError, WorkerState
 
-from tui.app.screens.help import HelpScreen, keys_of
+from tui.app.screens.help import HelpScreen, keys_of, say_why_not
 from tui.app.screens.host_actions import HOST_ACTIONS, HostActions
 from tui.app.screens.host_canary import HostCanary
 from tui.app.screens.host_dump import HostDump
@@ -78,7 +78,7 @@ class HostScreen(HostActions, HostCanary, HostDump, HostPanes, Screen[None]):
             tooltip="follow writer: the file the run writes (deleted or renamed)",
         ),
         Binding(
-            "k",
+            "K",
             "kill",
             "kill",
             id="host.kill",
@@ -150,6 +150,9 @@ class HostScreen(HostActions, HostCanary, HostDump, HostPanes, Screen[None]):
         ),
     ]
 
+    #: The heading of these keys in ``?``.
+    HELP_SECTION = "this service"
+
     def __init__(
         self,
         session: ServiceSession,
@@ -208,7 +211,7 @@ class HostScreen(HostActions, HostCanary, HostDump, HostPanes, Screen[None]):
             yield HintsLine(id="hints")
             yield CanaryLine(id="canary")
             yield Static(id="problem")
-            yield LogView(self.service.log_text, id="log")
+            yield LogView(self.service.log_text, clock=self.clock, id="log")
             yield SearchBar(id="search")
         yield KeysFooter()
 
@@ -338,6 +341,20 @@ class HostScreen(HostActions, HostCanary, HostDump, HostPanes, Screen[None]):
                 return False
             return True if self.can(action) else None
         return True
+
+    def why_not(self, action: str) -> str | None:
+        """Why the greyed-out ``action`` does nothing now (said when its key is pressed)."""
+        if action == "follow_writer":
+            a = self.assessment
+            if a is None or a.writer_file is None:
+                return "no writer file: the run writes the file the pane follows, or none"
+            return "the pane follows the file the run writes already"
+        if action in HOST_ACTIONS:
+            return self.why_not_act(action)
+        return None
+
+    def on_key(self, event: events.Key) -> None:
+        say_why_not(self, event.key)
 
     async def action_follow_writer(self) -> None:
         """Follow the file the run actually writes (deleted or renamed), through its fd."""

@@ -25,7 +25,7 @@ from tui.app.fleet_rows import COLUMNS, Cell, FleetRow
 NOTE_WIDTH = 30
 
 
-class FleetTable(ScrollView, can_focus=True):
+class FleetTable(ScrollView, can_focus=True, inherit_bindings=False):
     """The rows, drawn through the line API: a header line, then one line per row.
 
     Each row's line is drawn once and kept until its cells change, so a refresh
@@ -45,22 +45,29 @@ class FleetTable(ScrollView, can_focus=True):
         "fleet-table--muted",
         "fleet-table--warning",
     }
+    # Every key the table answers to (Textual's scrolling keys are not inherited, so the
+    # help lists exactly these): the arrows, and j/k, g/G, Space/b as in less and htop.
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
             "enter",
             "select",
-            "open (k/r/R there)",
+            "open (K/r/R there)",
             id="fleet.open",
-            tooltip="open the service's screen; kill (k), relaunch (r) and replace (R) are "
+            tooltip="open the service's screen; kill (K), relaunch (r) and replace (R) are "
             "there, each offered only when safe",
         ),
-        Binding("up", "move(-1)", "up", show=False),
-        Binding("down", "move(1)", "down", show=False),
-        Binding("pageup", "page(-1)", "page up", show=False),
-        Binding("pagedown", "page(1)", "page down", show=False),
-        Binding("home", "move_to(0)", "first", show=False),
-        Binding("end", "move_to(-1)", "last", show=False),
+        Binding("j,down", "move(1)", "down", show=False, id="fleet.down"),
+        Binding("k,up", "move(-1)", "up", show=False, id="fleet.up"),
+        Binding("space,ctrl+f,pagedown", "page(1)", "page down", show=False, id="fleet.page_down"),
+        Binding("b,ctrl+b,pageup", "page(-1)", "page up", show=False, id="fleet.page_up"),
+        Binding("g,home", "move_to(0)", "first", show=False, id="fleet.first"),
+        Binding("G,end", "move_to(-1)", "last", show=False, id="fleet.last"),
+        Binding("left", "scroll_left", "scroll left", show=False, id="fleet.left"),
+        Binding("right", "scroll_right", "scroll right", show=False, id="fleet.right"),
     ]
+
+    #: The heading of these keys in ``?``.
+    HELP_SECTION = "the rows"
 
     class Highlighted(Message):
         """The cursor is on another row (``key``; None when the table is empty)."""
