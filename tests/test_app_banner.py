@@ -94,7 +94,7 @@ async def test_banner_follows_the_run_and_w_follows_the_writer(tmp_path: Path) -
 
             server.kill()
             await until(lambda: verdict() is Verdict.DEAD, "DEAD", pilot=pilot)
-            assert banner.has_class("-bad")
+            assert banner.has_class("-dead")
     finally:
         server.kill()
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from tui.core.canary import CanaryResult
+from tui.core.cause import FailureWatch
 from tui.core.hints import DeathLine
 from tui.core.hostclock import HostWords
 from tui.core.metrics.model import Metric, MetricSample
@@ -96,6 +97,8 @@ class ServingWatch:
         self._scraped_progress = False
         self._fatal: FatalLine | None = None
         self._death: tuple[str, int | None] | None = None
+        #: this run's failure lines: why it is DEAD or failed while STARTING
+        self.failures = FailureWatch(self._deaths)
         #: the probe whose clients were last read, and since when a client has waited
         self._clients_at: float | None = None
         self._waiting_since: float | None = None
@@ -105,7 +108,9 @@ class ServingWatch:
     def line(self, text: str, offset: int | None) -> bool:
         """One log line of this run; True when it is the run's first fatal line (then
         :meth:`date_fatal` may say when it was written). The first death line (the engine's
-        ``deaths``) is kept too, for the death-line hint."""
+        ``deaths``) is kept too, for the death-line hint, and every line goes to the run's
+        :attr:`failures`."""
+        self.failures.line(text, offset)
         if self._fatal is not None and self._death is not None:
             return False
         if not any(needle in text for needle in self._needles):
