@@ -184,7 +184,7 @@ def test_a_stale_run_says_its_log_was_replaced() -> None:
     stale = report(probed(writes=OLD_INODE, ready=True), b"").assessment
     assert stale.verdict is Verdict.STALE
     assert stale.cause == Cause(CauseKind.LOG_REPLACED, writes=OLD_INODE, deleted=True)
-    assert why(stale.cause) == f"log replaced: the run writes inode {OLD_INODE} (deleted)"
+    assert why(stale.cause) == f"log replaced: it writes deleted inode {OLD_INODE}"
 
 
 def test_a_containers_exit_status_and_oomkilled_are_said() -> None:
@@ -240,3 +240,11 @@ def test_status_json_carries_the_cause() -> None:
     assert entry["cause"]["kind"] == "oom"
     assert entry["cause"]["line"].startswith("RuntimeError: Not enough memory.")
     assert entry["cause"]["offset"] == SGLANG_OOM.index(b"RuntimeError: Not")
+
+
+def test_a_cause_the_facts_leave_too_little_room_takes_the_first_row() -> None:
+    stale = report(probed(writes=OLD_INODE, ready=True), b"").assessment
+    first = banner_lines(stale, NOW, width=60)[0]
+    said = why(stale.cause)  # type: ignore[arg-type]
+    assert first.startswith(f"◌ STALE  {said} · pid ")
+    assert len(first.split(" · ")[0]) <= 60

@@ -83,13 +83,13 @@ def why(cause: Cause) -> str:
     """The cause in one line, its gist first (a view cuts it to its width):
     ``out of memory: RuntimeError: Not enough memory. … (log byte 4650)``,
     ``no failure line; last line: Application startup complete.``,
-    ``log replaced: the run writes inode 2146741 (deleted)``."""
+    ``log replaced: it writes deleted inode 2146741``."""
     said = gist(cause)
     exit_said = exit_words(cause)
     line = cause.line
     if cause.kind is CauseKind.LOG_REPLACED:
-        deleted = " (deleted)" if cause.deleted else ", another file"
-        said += f": the run writes inode {cause.writes}{deleted}"
+        what = "deleted inode" if cause.deleted else "another file, inode"
+        said += f": it writes {what} {cause.writes}"
     elif cause.kind is CauseKind.LOG_NOT_WRITTEN:
         said += ": the run does not write the file at the log's path"
     elif line is not None:

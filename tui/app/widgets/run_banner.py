@@ -44,7 +44,8 @@ STALE_AFTER = 6.0
 EVIDENCE_LINES = 3
 #: Cells the drawn badge adds to the first line (a block with a space inside each end).
 BADGE_PAD = 1
-#: Cells the first line gives a cause at least, however many the other facts take.
+#: Cells a cause needs beside the other facts on the first row; with fewer, it takes the
+#: row and the facts wrap under it.
 CAUSE_CELLS = 40
 #: The verdicts whose banner names the kill key beside the orphans (no run to kill, or
 #: one that has not served yet).
@@ -158,12 +159,15 @@ def banner_rows(
 def _facts_line(facts: list[str], a: Assessment, cause_at: int | None, width: int | None) -> str:
     """``✖ DEAD  out of memory: RuntimeError: … · log inode 4 · checked now``: the badge,
     then the facts; the cause (when there is one) at ``cause_at``, cut so that the line
-    fits ``width`` with the facts after it, but never below :data:`CAUSE_CELLS`."""
+    fits ``width`` with the facts after it, or, when that leaves it fewer than
+    :data:`CAUSE_CELLS`, so that it fills the first row (the facts wrap under it)."""
     if cause_at is not None and a.cause is not None:
         said = printable(why(a.cause))
         if width is not None:
             rest = cell_len("  ".join(facts[:1]) + "  " + " · ".join(facts[1:]) + " · ")
-            said = cut(said, max(CAUSE_CELLS, width - rest))
+            if width - rest < CAUSE_CELLS:  # the facts wrap anyway: the cause has the row
+                rest = cell_len(facts[0]) + 2
+            said = cut(said, width - rest)
         facts = [*facts[:cause_at], said, *facts[cause_at:]]
     return "  ".join(facts[:1]) + "  " + " · ".join(facts[1:])
 
