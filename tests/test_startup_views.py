@@ -42,7 +42,6 @@ from tui.core.startup_words import (
     startup_cell,
     startup_line,
 )
-from tui.core.verdicts import Verdict
 from tui.hostsfile import parse_config
 from tui.session.state import HostState
 

@@ -45,9 +45,11 @@ _EXCEPTION = re.compile(
     r"^(?:\([^)]*\)\s+|\[[^\]]*\]\s+)*(?:[A-Za-z_]\w*\.)*"
     r"(?P<name>[A-Z]\w*(?:Error|Exception|Interrupt))(?::\s|:?$)"
 )
+#: A signal named (a shell's ``Killed`` line, ``SIGTERM``, ``signal 9``). What a shell says
+#: of a crash (``Segmentation fault``) is an engine's death line (tui/engines).
 _SIGNAL = re.compile(
-    r"^\s*Killed\s*$|Segmentation fault|core dumped|^\s*Aborted\b|\bsig(?:kill|term|int|quit|"
-    r"abrt|segv|bus|hup)\b|\bsignal \d+\b|\bReceived signal\b",
+    r"^\s*Killed\s*$|\bsig(?:kill|term|int|quit|abrt|segv|bus|hup)\b|\bsignal \d+\b|"
+    r"\bReceived signal\b",
     re.IGNORECASE,
 )
 
