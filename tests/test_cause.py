@@ -248,3 +248,11 @@ def test_a_cause_the_facts_leave_too_little_room_takes_the_first_row() -> None:
     said = why(stale.cause)  # type: ignore[arg-type]
     assert first.startswith(f"◌ STALE  {said} · pid ")
     assert len(first.split(" · ")[0]) <= 60
+
+
+def test_the_death_line_hint_quotes_the_first_death_line_the_cause_read() -> None:
+    """One reader of failure lines: the hint's evidence and the cause come from it."""
+    r = report(dead(), SGLANG_OOM)
+    [hint] = [h for h in r.hints if h.rule.value == "death-line"]
+    assert "Scheduler hit an exception: Traceback" in hint.evidence[0]
+    assert r.assessment.cause is not None and r.assessment.cause.kind is CauseKind.OOM

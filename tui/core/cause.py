@@ -8,7 +8,8 @@ SGLang's ``Not enough memory``), an exception's last line (``RuntimeError: …``
 signal (``Killed``, ``SIGTERM``, SGLang's ``Received sigquit``) or one of the engine's
 death lines. :func:`cause_of` turns them, with what the container runtime says of
 the exit (ExitCode, OOMKilled) where it is known, into the :class:`Cause` the
-assessment carries; every view says it with :mod:`tui.core.verdict_words`.
+assessment carries; every view says it with :mod:`tui.core.verdict_words`. It keeps the
+run's first death line too, the death-line hint's evidence: one reader of failure lines.
 
 A process's exit status is known to its parent only: the agent reads the host's
 processes, it is not their parent, so for a service run by a process the cause is
@@ -154,11 +155,14 @@ class FailureWatch:
         self._exception: FailureLine | None = None
         self._other: FailureLine | None = None
         self._last: FailureLine | None = None
+        self._first_death: tuple[str, int | None] | None = None
 
     def line(self, text: str, offset: int | None) -> None:
         """One line of this run (in the order of the log)."""
         if not text.strip():
             return
+        if self._first_death is None and any(needle in text for needle in self._deaths):
+            self._first_death = (text, offset)
         found = failure_kind(text, self._deaths)
         if found is None:
             self._last = FailureLine(_kept(text), offset, CauseKind.NO_FAILURE_LINE)
@@ -178,6 +182,12 @@ class FailureWatch:
         """The line that says best why the run fails: its last out-of-memory line, else
         its last exception, else its last death or signal line; None without any."""
         return self._oom or self._exception or self._other
+
+    @property
+    def first_death(self) -> tuple[str, int | None] | None:
+        """The run's first line of the engine's ``deaths`` as it was written, and its
+        offset: the death-line hint's evidence."""
+        return self._first_death
 
     @property
     def last(self) -> FailureLine | None:
