@@ -174,6 +174,8 @@ def test_a_live_run_has_no_cause_and_a_starting_one_only_with_a_failure_line() -
     assert report(starting, SERVED_THEN_GONE).assessment.cause is None
     failed = report(starting, VLLM_ERROR, "vllm").assessment.cause
     assert failed is not None and gist(failed) == "ValueError"
+    # the exception's line from its name on, said once
+    assert why(failed) == "ValueError: max_model_len (131072) is larger than the model's"
 
 
 def test_a_dead_service_with_no_log_lines_has_no_cause() -> None:

@@ -43,8 +43,8 @@ _OOM = re.compile(
 #: An exception's last line of a traceback, after the prefixes engines put before it
 #: (``(EngineCore_DP0 pid=4242) ``, ``[2026-12-01 12:00:00] ``).
 _EXCEPTION = re.compile(
-    r"^(?:\([^)]*\)\s+|\[[^\]]*\]\s+)*(?:[A-Za-z_]\w*\.)*"
-    r"(?P<name>[A-Z]\w*(?:Error|Exception|Interrupt))(?::\s|:?$)"
+    r"^(?:\([^)]*\)\s+|\[[^\]]*\]\s+)*(?P<head>(?:[A-Za-z_]\w*\.)*"
+    r"(?P<name>[A-Z]\w*(?:Error|Exception|Interrupt)))(?::\s|:?$)"
 )
 #: A signal named (a shell's ``Killed`` line, ``SIGTERM``, ``signal 9``). What a shell says
 #: of a crash (``Segmentation fault``) is an engine's death line (tui/engines).
@@ -77,7 +77,8 @@ class CauseKind(enum.Enum):
 @dataclass(frozen=True)
 class FailureLine:
     """A line of the run that says why it fails: its text (printable, cut to
-    :data:`LINE_CHARS`), where it is in the log (None: unknown) and its kind."""
+    :data:`LINE_CHARS`; an exception's from its name on), where the line is in the log
+    (None: unknown) and its kind."""
 
     text: str
     offset: int | None
@@ -168,6 +169,9 @@ class FailureWatch:
             self._last = FailureLine(_kept(text), offset, CauseKind.NO_FAILURE_LINE)
             return
         kind, name = found
+        if name:  # an exception's line from its name on: the engine's prefix says nothing
+            exception = _EXCEPTION.match(text)
+            text = text[exception.start("head") :] if exception else text
         line = FailureLine(_kept(text), offset, kind, name)
         self._last = line
         if kind is CauseKind.OOM:

@@ -94,10 +94,12 @@ def why(cause: Cause) -> str:
         said += ": the run does not write the file at the log's path"
     elif line is not None:
         text = line.text
-        if not text.startswith(said):
-            said += f": {text}" if cause.kind is not CauseKind.SIGNAL else f" ({text})"
-        else:
+        if cause.kind is CauseKind.SIGNAL:
+            said += f" ({text})"
+        elif cause.kind is CauseKind.ERROR and said in text:  # the exception's own line
             said = text
+        else:
+            said += f": {text}"
         if exit_said:
             said += f"; {exit_said}"
     elif exit_said:
