@@ -160,5 +160,6 @@ def assessment_json(a: Assessment) -> dict[str, object]:
             a.container.to_json(lambda ts: _iso(ts, offset)) if a.container is not None else None
         ),
         "wedged": a.wedged.to_json(lambda ts: _iso(ts, offset)) if a.wedged else None,
+        "cause": a.cause.to_json() if a.cause is not None else None,
         "checked_at": _iso(a.checked_at, offset),
     }

@@ -50,6 +50,7 @@ from tui.core.logcursor import EventKind, EventRow, LogCursor, LogEvent
 from tui.core.report import ServiceReport
 from tui.core.runs import Assessment
 from tui.core.sanitize import printable
+from tui.core.verdict_words import why
 from tui.errors import BabysitError
 from tui.ops.hostops import HostOps
 from tui.session.retry import retry_delay
@@ -308,14 +309,10 @@ class HostScreen(HostActions, HostCanary, HostDump, HostPanes, Screen[None]):
         self.query_one(RunBanner).show(assessment, shown)
         if previous is not None and previous.verdict is not assessment.verdict:
             old, new = previous.verdict.word, assessment.verdict.word
+            cause = assessment.cause
+            said = f"{why(cause)}; {assessment.summary}" if cause else assessment.summary
             self.log_view.add_rows(
-                [
-                    EventRow(
-                        LogEvent(
-                            EventKind.VERDICT, f"{old} → {new}: {assessment.summary}", self.clock()
-                        )
-                    )
-                ]
+                [EventRow(LogEvent(EventKind.VERDICT, f"{old} → {new}: {said}", self.clock()))]
             )
         self._sync_bindings()
 

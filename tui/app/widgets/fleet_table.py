@@ -19,6 +19,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from tui.app.fleet_rows import COLUMNS, Cell, FleetRow
+from tui.core.verdicts import DEGRADED_TONE, TONES
 
 #: The note column is at least this wide (wider when the screen has room); the line
 #: under the table says the rest.
@@ -37,10 +38,8 @@ class FleetTable(ScrollView, can_focus=True, inherit_bindings=False):
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "fleet-table--header",
         "fleet-table--cursor",
-        "fleet-table--live",
-        "fleet-table--starting",
+        *(f"fleet-table--{tone}" for tone in (*TONES, DEGRADED_TONE)),
         "fleet-table--bad",
-        "fleet-table--unknown",
         "fleet-table--old",
         "fleet-table--muted",
         "fleet-table--warning",
@@ -199,15 +198,20 @@ class FleetTable(ScrollView, can_focus=True, inherit_bindings=False):
             style = base + self._style(cell.tones)
             text = cell.text
             age = f" {cell.age}" if cell.age else ""
-            if cell_len(text) + cell_len(age) > width:
+            mark = f" {cell.mark}" if cell.mark else ""
+            if cell_len(text) + cell_len(mark) > width:
+                mark = ""
+            if cell_len(text) + cell_len(mark) + cell_len(age) > width:
                 age = ""
                 if cell_len(text) > width:
                     text = set_cell_size(text, width - 1) + "…"
             segments.append(Segment(" ", base))
             segments.append(Segment(text, style))
+            if mark:
+                segments.append(Segment(mark, style + self._style((DEGRADED_TONE,))))
             if age:
                 segments.append(Segment(age, base + self._style(("old",))))
-            pad = width - cell_len(text) - cell_len(age)
+            pad = width - cell_len(text) - cell_len(mark) - cell_len(age)
             segments.append(Segment(" " * (pad + 1), base))
         return Strip(segments)
 
