@@ -213,7 +213,7 @@ def _report_words(
     a = report.assessment
     cells = _report_cells(report, lag, old)
     notes: list[Note] = []
-    said = badge(a.verdict, len(report.hints))
+    said = badge(a.verdict, report.concerns)
     details = [f"{said} — {printable(a.summary)}"]
     if a.cause is not None:  # why, first: the note and the line under the table
         cause = printable(why(a.cause))
@@ -280,7 +280,7 @@ def _report_cells(report: ServiceReport, lag: float, old: bool) -> dict[str, Cel
         faded = latest.stale or old or (of_run and a.run is None)
         return Cell(text, ("old",) if faded else (), shown)
 
-    main, mark = badge_parts(a.verdict, len(report.hints))
+    main, mark = badge_parts(a.verdict, report.concerns)
     cells = {"verdict": Cell(main, (a.verdict.tone, *faded), mark=mark)}
     if a.run is not None:
         cells["pid"] = Cell(str(a.run.root.pid), faded)

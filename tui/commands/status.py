@@ -114,7 +114,7 @@ def render(reports: Sequence[ServiceReport]) -> str:
         a = report.assessment
         name = f"{a.host}/{a.service}"
         under = f"{'':<{width}}  "
-        said = badge(a.verdict, len(report.hints))
+        said = badge(a.verdict, report.concerns)
         why_said = f"{printable(why(a.cause))}; " if a.cause is not None else ""
         lines.append(f"{name:<{width}}  {said:<{BADGE_WIDTH}}  {why_said}{printable(a.summary)}")
         words = HostWords(a.utc_offset, a.checked_at)

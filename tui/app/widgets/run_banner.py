@@ -225,7 +225,7 @@ class RunBanner(Static):
         self.startup = report.startup
         self.orphans = report.gpus.orphans if report.gpus is not None else ()
         self.offers_kill = offers_kill
-        self.hints = len(report.hints)
+        self.hints = report.concerns
         self.refresh_age()
 
     def show(self, assessment: Assessment, shown_inode: int | None) -> None:
