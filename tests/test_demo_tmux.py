@@ -92,15 +92,41 @@ def tmux(demo_env: dict[str, str], tmp_path: Path) -> Iterator[Tmux]:
 def test_demo_in_tmux(tmux: Tmux, demo_env: dict[str, str]) -> None:
     folder, processes = running_fleet(demo_env)
 
-    tmux.wait_for_text("● LIVE")
-    # The whole first screen, footer included (a busy machine paints it in parts).
-    screen = tmux.wait_for_text("q quit")
+    # The fleet view first, one row per service; the whole screen, footer included (a
+    # busy machine paints it in parts).
+    tmux.wait_for_text("q quit")
+    screen = tmux.wait_for_text("babysit · demo · 1 host · 10 services")
     lines = screen.rstrip("\n").splitlines()
-    assert lines[0].startswith("babysit · lab (local) · qwen-mtp")
-    assert "ready" in screen
-    assert f"{folder}/logs/qwen-mtp.log" in screen
+    assert lines[0].lstrip().startswith("babysit · demo · 1 host · 10 services")
     assert "q quit" in lines[-1]
-    assert "/ search" in lines[-1]
+    wait_for(
+        lambda: any(
+            "lab/qwen-mtp" in line and "LIVE" in line for line in tmux.screen().splitlines()
+        ),
+        20,
+        "qwen-mtp's row LIVE",
+        step=0.1,
+    )
+
+    # / filters the rows; Enter opens the one left: its host screen
+    tmux.keys("/")
+    tmux.wait_for_text("show rows whose name")
+    tmux.keys("-l", "qwen-mtp")
+    tmux.keys("Enter")  # the filter is set, the table has the keys again
+    tmux.wait_for_text("1 shown for 'qwen-mtp'")
+
+    def opened() -> bool:
+        # Enter again until the table has the focus back (a busy machine moves it late;
+        # an Enter the filter gets only sets it again)
+        if "babysit · lab (local) · qwen-mtp" in tmux.screen():
+            return True
+        tmux.keys("Enter")
+        return False
+
+    wait_for(opened, 20, "qwen-mtp's host screen", step=0.5)
+    tmux.wait_for_text("ready")
+    screen = tmux.wait_for_text("/ search")
+    assert f"{folder}/logs/qwen-mtp.log" in screen
 
     tmux.keys("/")
     tmux.wait_for_text("find in the log")
@@ -109,6 +135,13 @@ def test_demo_in_tmux(tmux: Tmux, demo_env: dict[str, str]) -> None:
     screen = tmux.wait_for_text("/fired up (")
     assert "no matches" not in screen
     assert "fired up and ready to roll" in screen
+
+    # Esc clears the search, then comes back to the fleet, still filtered to the row
+    tmux.keys("Escape")
+    wait_for(lambda: "/fired up (" not in tmux.screen(), 10, "the search cleared", step=0.1)
+    tmux.keys("Escape")
+    screen = tmux.wait_for_text("babysit · demo")
+    assert "lab/qwen-mtp" in screen and "lab/gpu2-dead" not in screen
 
     tmux.keys("q")
     screen = tmux.wait_for_text("exited with", timeout=15)

@@ -1,11 +1,14 @@
 """`babysit demo`: a local fleet of simulated servers that shows every trap, and the TUI on it.
 
 ``babysit demo`` starts the fleet (:mod:`tui.demo.fleet`) in a temporary folder
-and opens the host screen on its first service at once (the banner says
-STARTING until that server is ready). When the TUI ends — ``q``, SIGINT,
-SIGTERM, SIGHUP or a crash — every process the demo started is stopped and the
-folder removed. ``--keep`` leaves the fleet running for the CLI verbs and
-prints its hosts.yaml; ``--stop`` ends kept fleets (and any a dead babysit left).
+and opens the fleet view on it at once (its rows say STARTING until the servers
+are ready); Enter opens a service's host screen, Esc comes back. When the TUI
+ends — ``q``, SIGINT, SIGTERM, SIGHUP or a crash — every process the demo
+started is stopped and the folder removed. ``--keep`` leaves the fleet running
+for the CLI verbs and prints the commands to try on it, each one working as
+printed: the fleet's launcher runs this babysit with the fleet's hosts.yaml,
+state and nvidia-smi stand-in, so ``status`` sees the simulated GPUs as the
+screen does. ``--stop`` ends kept fleets (and any a dead babysit left).
 
 Exit status: 0, or 128+N after signal N; 1 if the fleet could not be started.
 """
@@ -17,6 +20,7 @@ import asyncio
 import contextlib
 import functools
 import os
+import shlex
 import signal
 import sys
 import threading
@@ -34,7 +38,10 @@ if TYPE_CHECKING:
 #: Signals that end the demo's TUI gracefully (so the fleet is stopped).
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
-#: Opens the TUI on the fleet's first service and returns its exit status; tests replace it.
+#: The fleet view's title (its header reads ``babysit · demo · 1 host · 10 services · …``).
+TITLE = "demo"
+
+#: Opens the TUI on the fleet and returns its exit status; tests replace it.
 AppRunner = Callable[[Fleet, "SignalStop"], int]
 
 
@@ -110,13 +117,16 @@ class SignalStop:
 
 
 def open_app(fleet: Fleet, stopper: SignalStop) -> int:
-    """The host screen on the fleet's first service, as ``babysit lab qwen-mtp`` opens it."""
-    from tui.app.app import make_app
+    """The fleet view of every service, as ``babysit`` alone opens it with a hosts.yaml:
+    Enter opens a service's host screen, Esc comes back."""
+    from tui.app.app import BabysitApp
+    from tui.app.fleet_rows import Fleet as FleetView
+    from tui.commands.status import select
     from tui.hostsfile import parse_config_file
 
     config = parse_config_file(fleet.hosts_yaml)
     os.environ.update(tui_environment(fleet))
-    app = make_app(config, [f"{HOST}/{STORIES[0].name}"])
+    app = BabysitApp(FleetView.of(select(config, []), TITLE))
     stopper.app = app
     try:
         app.run()
@@ -176,7 +186,9 @@ def keep() -> int:
 
 
 def keep_text(fleet: Fleet, settled: bool) -> str:
-    config = fleet.hosts_yaml
+    """What a kept fleet is and the commands to try on it, each working as printed, in
+    any shell: they run the fleet's launcher (:func:`~tui.demo.fleet.write_launcher`)."""
+    run = shlex.quote(str(fleet.launcher))
     first = STORIES[0].name
     # the story whose first run fails while loading: its relaunch shows a failed start
     oom = next(story.name for story in STORIES if story.first_scenario is not None)
@@ -185,21 +197,27 @@ def keep_text(fleet: Fleet, settled: bool) -> str:
         f"babysit demo: {len(fleet.members)} simulated servers run on this machine "
         f"(host {HOST!r}), kept running.",
         "",
-        f"  hosts.yaml  {config}",
+        f"  babysit     {fleet.launcher}",
+        "              this babysit, with the fleet's hosts.yaml, state folders and",
+        "              nvidia-smi stand-in (the simulated GPUs)",
+        f"  hosts.yaml  {fleet.hosts_yaml}",
         f"  logs        {fleet.folder / 'logs'}",
         "",
         "Services:",
         *(f"  {HOST}/{m.story.name:<11} {m.story.comment}" for m in fleet.members),
         "",
-        "Try:",
-        f"  babysit status --config {config}",
-        f"  babysit {HOST} {first} --config {config}",
-        f"  babysit tail {HOST}/gpu3-stale --config {config}",
-        f"  babysit relaunch {HOST}/{oom} --wait --config {config}",
-        f"  babysit canary {HOST}/{wedged} --config {config}",
+        "Watch it (the fleet view: Enter opens a service, Esc comes back; or one service):",
+        f"  {run}",
+        f"  {run} {HOST} {first}",
+        "",
+        "Ask it from the command line (each line works as it is, in any shell):",
+        f"  {run} status",
+        f"  {run} tail {HOST}/gpu3-stale",
+        f"  {run} relaunch {HOST}/{oom} --wait",
+        f"  {run} canary {HOST}/{wedged}",
         "",
         "Stop it (and everything it started) with:",
-        "  babysit demo --stop",
+        f"  {run} demo --stop",
     ]
     if not settled:
         lines.insert(1, "(some servers were still loading; give them a few seconds)")
