@@ -17,10 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_demo import BABYSIT, demo_env, leftovers, running_fleet, wait_for
+from test_demo import BABYSIT, babysit, demo_env, leftovers, printed, running_fleet, typed, wait_for
 
 pytestmark = [
-    pytest.mark.integration,
     pytest.mark.skipif(
         shutil.which("tmux") is None,
         reason="tmux is not installed (Debian: apt-get install tmux); this test drives a real one",
@@ -89,6 +88,7 @@ def tmux(demo_env: dict[str, str], tmp_path: Path) -> Iterator[Tmux]:
         server.kill()
 
 
+@pytest.mark.integration
 def test_demo_in_tmux(tmux: Tmux, demo_env: dict[str, str]) -> None:
     folder, processes = running_fleet(demo_env)
 
@@ -148,3 +148,36 @@ def test_demo_in_tmux(tmux: Tmux, demo_env: dict[str, str]) -> None:
     assert "exited with 0" in screen
     assert leftovers(folder, processes) == []
     assert not Path(folder).exists()
+
+
+@pytest.mark.slow
+def test_a_kept_fleets_watch_commands_open_as_printed(
+    demo_env: dict[str, str], tmp_path: Path
+) -> None:
+    """`demo --keep` prints two commands to watch the fleet: each, typed as printed in a
+    shell without babysit on PATH, opens the screen it says (the fleet view, then one
+    service's host screen, whose Esc shows the fleet)."""
+    kept = babysit("demo", "--keep", env=demo_env, timeout=60)
+    assert kept.returncode == 0, kept.stderr
+    fleet_line, service_line = printed(kept.stdout, "Watch it")
+    env = {k: v for k, v in demo_env.items() if k != "PYTHONPATH"}
+    env["PATH"] = "/usr/bin:/bin"
+    for line, first in (
+        (fleet_line, "babysit · all hosts · 1 host · 10 services"),
+        (service_line, "babysit · lab (local) · qwen-mtp"),
+    ):
+        server = Tmux(shlex.split(line), env, tmp_path / f"tmux-{len(first)}.sock")
+        try:
+            server.wait_for_text(first)
+            if line == service_line:
+                server.wait_for_text("q quit")
+                server.keys("Escape")
+                server.wait_for_text("babysit · lab · 1 host · 10 services")
+            server.keys("q")
+            assert "exited with 0" in server.wait_for_text("exited with", timeout=15)
+        finally:
+            server.kill()
+    (stop_line,) = printed(kept.stdout, "Stop it")
+    stopped = typed(stop_line, demo_env)
+    assert stopped.returncode == 0, stopped.stderr
+    assert "stopped the fleet" in stopped.stdout
