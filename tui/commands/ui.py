@@ -157,5 +157,6 @@ def run_bare(print_help: Callable[[], object]) -> int:
         if os.environ.get(CONFIG_ENV):
             raise
         print_help()
+        print(f"\nno hosts.yaml found; to watch simulated servers first: {command('demo')}")
         return 0
     return run(argparse.Namespace(names=[], read_only=False, config=None))
