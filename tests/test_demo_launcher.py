@@ -57,7 +57,11 @@ def test_every_fleet_has_its_launcher(fleet: Fleet) -> None:
 
 
 def test_the_launcher_reads_the_fleets_hosts_yaml(fleet: Fleet, tmp_path: Path) -> None:
-    done = through(fleet.launcher, "hosts", cwd=tmp_path)
+    """From any folder: even one with a `tui` package of its own (another clone's)."""
+    other = tmp_path / "other-clone"
+    (other / "tui").mkdir(parents=True)
+    (other / "tui" / "__init__.py").write_text("raise SystemExit('not this babysit')\n")
+    done = through(fleet.launcher, "hosts", cwd=other)
     assert done.returncode == 0, done.stderr
     assert f"{HOST}" in done.stdout
     for story in STORIES:

@@ -441,6 +441,10 @@ def nvidia_smi_dir() -> Path | None:
     return _NVIDIA_SMI_SHIM.parent if os.access(_NVIDIA_SMI_SHIM, os.X_OK) else None
 
 
+#: The launcher's python program: babysit's command line from the package in ``package``.
+_LAUNCH = "import sys; sys.path[0] = {package}; from tui.cli import main; raise SystemExit(main())"
+
+
 def write_launcher(fleet: Fleet) -> Path:
     """Write ``babysit`` in the fleet's folder: a shell script that runs this babysit
     (this python, this package) with the fleet's hosts.yaml ($BABYSIT_CONFIG), its
@@ -450,6 +454,7 @@ def write_launcher(fleet: Fleet) -> Path:
     q = shlex.quote
     env = {"BABYSIT_CONFIG": str(fleet.hosts_yaml), **fleet_environment(fleet)}
     shim = nvidia_smi_dir()
+    launch = _LAUNCH.format(package=json.dumps(_PACKAGE_PARENT))
     lines = [
         "#!/bin/sh",
         "# babysit on the demo fleet in this folder: its hosts.yaml, its state folders and",
@@ -457,8 +462,9 @@ def write_launcher(fleet: Fleet) -> Path:
         "# quitting the demo's screen) removes it with the fleet.",
         *(f"{key}={q(value)}; export {key}" for key, value in env.items()),
         *([f'PATH={q(str(shim))}"${{PATH:+:$PATH}}"; export PATH'] if shim else []),
-        f'PYTHONPATH={q(_PACKAGE_PARENT)}"${{PYTHONPATH:+:$PYTHONPATH}}"; export PYTHONPATH',
-        f'exec {q(sys.executable)} -m tui "$@"',
+        # this package first, in the place of the folder the user is in (a `tui` folder
+        # there, such as another clone's, is not babysit's)
+        f"exec {q(sys.executable)} -c {q(launch)} " + '"$@"',
     ]
     path = fleet.launcher
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
