@@ -129,16 +129,21 @@ class BabysitApp(App[int]):
         self.service = self.host.services[name]
         self.switch_screen(self._host_screen())
 
-    def action_back(self) -> None:
+    async def action_back(self) -> None:
         """From a host screen to the fleet: the one under it, or (opened directly) the
-        fleet of its host's services, which takes the host screen's place."""
+        fleet of its host's services, which takes the host screen's place with its row
+        selected."""
         if not isinstance(self.screen, HostScreen):
             return
         if self.fleet is not None:
             self.pop_screen()
             return
         self.fleet = Fleet.of([(self.host, list(self.host.services.values()))], self.host.name)
-        self.switch_screen(self._fleet_screen(self.fleet))
+        fleet = self._fleet_screen(self.fleet)
+        await self.switch_screen(fleet)
+        table, label = fleet.table, self.service.label
+        if label in table.keys:
+            table.action_move_to(table.keys.index(label))
 
     def _fleet_screen(self, fleet: Fleet) -> FleetScreen:
         return FleetScreen(fleet, self.sessions, clock=self.clock)
