@@ -25,8 +25,10 @@ from pathlib import Path
 import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
-LAST = "[2026-05-09 23:59:59 TP0] Decode batch, #running-req: 7, #token: 4242, " \
-       "token usage: 0.42, gen throughput (token/s): 99.99, #queue-req: 0, LAST-LINE-MARKER"
+LAST = (
+    "[2026-05-09 23:59:59 TP0] Decode batch, #running-req: 7, #token: 4242, "
+    "token usage: 0.42, gen throughput (token/s): 99.99, #queue-req: 0, LAST-LINE-MARKER"
+)
 
 
 def make_log(path: Path, size: int) -> None:
@@ -51,11 +53,17 @@ def measure(argv: list[str], marker: str, timeout: float = 120.0) -> tuple[float
     session = f"bench-{os.getpid()}"
     subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True, check=False)
     started = time.monotonic()
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "160", "-y", "40",
-                    *argv], check=True)
-    pane_pid = int(subprocess.run(["tmux", "display-message", "-p", "-t", session,
-                                   "#{pane_pid}"], capture_output=True, text=True,
-                                  check=True).stdout.strip())
+    subprocess.run(
+        ["tmux", "new-session", "-d", "-s", session, "-x", "160", "-y", "40", *argv], check=True
+    )
+    pane_pid = int(
+        subprocess.run(
+            ["tmux", "display-message", "-p", "-t", session, "#{pane_pid}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
     peak = 0.0
     seen = None
     try:
@@ -64,16 +72,21 @@ def measure(argv: list[str], marker: str, timeout: float = 120.0) -> tuple[float
                 root = psutil.Process(pane_pid)
                 rss = sum(p.memory_info().rss for p in [root, *root.children(recursive=True)])
                 peak = max(peak, rss / 2**20)
-            screen = subprocess.run(["tmux", "capture-pane", "-p", "-t", session],
-                                    capture_output=True, text=True, check=False).stdout
+            screen = subprocess.run(
+                ["tmux", "capture-pane", "-p", "-t", session],
+                capture_output=True,
+                text=True,
+                check=False,
+            ).stdout
             if marker in screen and seen is None:
                 seen = time.monotonic() - started
                 end = time.monotonic() + 1.0  # keep sampling memory a little after
                 while time.monotonic() < end:
                     with contextlib.suppress(psutil.NoSuchProcess):
                         root = psutil.Process(pane_pid)
-                        rss = sum(p.memory_info().rss
-                                  for p in [root, *root.children(recursive=True)])
+                        rss = sum(
+                            p.memory_info().rss for p in [root, *root.children(recursive=True)]
+                        )
                         peak = max(peak, rss / 2**20)
                     time.sleep(0.05)
                 break
@@ -99,8 +112,10 @@ def main() -> None:
             make_log(log, int(args.gib * 2**30))
             print(f"wrote {log.stat().st_size / 2**30:.2f} GiB in {time.monotonic() - t0:.1f} s")
         config = Path(tmp) / "hosts.yaml"
-        config.write_text(f"hosts:\n  here:\n    local: true\n    services:\n"
-                          f"      qwen: {{engine: sglang, log: {log}}}\n")
+        config.write_text(
+            f"hosts:\n  here:\n    local: true\n    services:\n"
+            f"      qwen: {{engine: sglang, log: {log}}}\n"
+        )
         babysit = [str(ROOT / ".venv" / "bin" / "babysit"), "here", "--config", str(config)]
         if not Path(babysit[0]).exists():
             babysit = [sys.executable, "-m", "tui", "here", "--config", str(config)]

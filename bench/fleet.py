@@ -21,8 +21,6 @@ import argparse
 import asyncio
 import json
 import os
-import shlex
-import socket
 import statistics
 import sys
 import tempfile
@@ -30,56 +28,12 @@ import time
 from pathlib import Path
 
 import psutil
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-
-from support.servers import Server
-from support.sshd import start_sshd
+from fleet_setup import started_fleet
 
 from tui.commands.status import gather_reports, select
 from tui.core.verdicts import Verdict
 from tui.hostsfile import parse_config
 from tui.session.sessions import Sessions
-
-
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct free ports (all held open while chosen, so none comes twice)."""
-    sockets = []
-    try:
-        for _ in range(count):
-            sock = socket.socket()
-            sock.bind(("127.0.0.1", 0))
-            sockets.append(sock)
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-
-
-def wait_ready(servers: list[Server], timeout: float = 120.0) -> None:
-    """Every sim ready; a sim that died first is said with the end of its log."""
-    deadline = time.monotonic() + timeout
-    for server in servers:
-        while "The server is fired up" not in server.log.read_text(errors="replace"):
-            if server.proc.poll() is not None or time.monotonic() > deadline:
-                tail = server.log.read_text(errors="replace")[-600:]
-                state = "exited" if server.proc.poll() is not None else "not ready"
-                raise SystemExit(f"sim on port {server.port} {state}; its log ends:\n{tail}")
-            time.sleep(0.05)
-
-
-def install_nvidia_smi(bin_dir: Path, state: Path) -> None:
-    """The nvidia-smi stand-in on one host's PATH, reading that host's sims."""
-    shim = bin_dir / "nvidia-smi"
-    stand_in = ROOT / "tui" / "sim" / "nvidia-smi"
-    shim.write_text(
-        "#!/bin/sh\n"
-        f"BABYSIT_SIM_STATE={shlex.quote(str(state))} "
-        f"BABYSIT_SIM_PYTHON={shlex.quote(sys.executable)} "
-        f'exec {shlex.quote(str(stand_in))} "$@"\n'
-    )
-    shim.chmod(0o755)
 
 
 async def main() -> None:
@@ -100,29 +54,8 @@ async def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        servers: list[Server] = []
-        sshds = []
-        try:
-            text = "hosts:\n"
-            sshds.extend(start_sshd(root / f"sshd{h}") for h in range(args.hosts))
-            # The sshds listen already: the sims' ports, chosen at once, are all different.
-            ports = iter(free_ports(args.hosts * args.per_host))
-            for h, sshd in enumerate(sshds):
-                state = root / f"node{h:02d}-gpus"
-                if args.nvidia_smi:
-                    install_nvidia_smi(sshd.bin_dir, state)
-                entry = sshd.host_yaml(f"node{h:02d}").rstrip("\n") + "\n  services:\n"
-                for i in range(args.per_host):
-                    port = next(ports)
-                    log = root / f"node{h:02d}-gpu{i}.log"
-                    servers.append(Server(log, port=port, load=0.5, state=state))
-                    entry += (
-                        f"    gpu{i}: {{engine: sglang, log: {json.dumps(str(log))}, "
-                        f"port: {port}, match: 'tui sim .*--port {port} '}}\n"
-                    )
-                text += "".join(f"  {line}\n" for line in entry.splitlines())
-            config = parse_config(text)
-            wait_ready(servers)
+        with started_fleet(root, args.hosts, args.per_host, nvidia_smi=args.nvidia_smi) as fleet:
+            config = parse_config(fleet.hosts_yaml)
             selection = select(config, [])
             # The fleet view's own path: one session per service, one probe loop per host.
             sessions = Sessions(interval=args.interval)
@@ -206,11 +139,6 @@ async def main() -> None:
                     "status_s": status_s,
                 }
                 Path(args.json).write_text(json.dumps(figures))  # noqa: ASYNC240 - timing is over
-        finally:
-            for server in servers:
-                server.kill()
-            for sshd in sshds:
-                sshd.stop()
 
 
 if __name__ == "__main__":

@@ -6,10 +6,11 @@ runs each benchmark, prints one table — the work, babysit's figure, each peer'
 the ratio babysit ÷ peer and the target — and writes it with every raw figure
 and the machine it ran on to ``bench/results/<date>-<host>.json``.
 
-    bench/run [--quick] [--only follow,big-log,tui,parse,fleet,demo,sim,agent,traps,serving]
+    bench/run [--quick]
+              [--only follow,big-log,tui,parse,fleet,export,demo,sim,agent,traps,serving]
               [--no-install] [--out DIR]
 
-A full run takes about 9 minutes on a 2-core machine; ``--quick`` about 5
+A full run takes about 11 minutes on a 2-core machine; ``--quick`` about 6
 (shorter windows, a smaller big log, fewer repeats: figures for a smoke test,
 not for quoting).
 """
@@ -32,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import peers as peers_mod
 from suite_local import big_log, follow_over_ssh, parse, tui_follow
-from suite_scripts import agent_payload, demo, fleet, sim, traps
+from suite_scripts import agent_payload, demo, export, fleet, sim, traps
 from suite_serving import serving
 from suite_table import BENCH, ROOT, Row, progress, render
 
@@ -42,6 +43,7 @@ SECTIONS = (
     "tui",
     "parse",
     "fleet",
+    "export",
     "demo",
     "sim",
     "agent",
@@ -99,6 +101,7 @@ def main() -> int:
         ("tui", lambda: tui_follow(args.quick, found, raw)),
         ("parse", lambda: parse(args.quick, raw)),
         ("fleet", lambda: fleet(args.quick, raw)),
+        ("export", lambda: export(args.quick, raw)),
         ("demo", lambda: demo(args.quick, raw)),
         ("sim", lambda: sim(args.quick, raw)),
         ("agent", lambda: agent_payload(raw)),

@@ -1,8 +1,9 @@
-"""The suite's scripted sections: the fleet, the demo, the sim, the agent payloads, the traps."""
+"""The suite's scripted sections: the fleet, the exporter, the demo, the sim, the agent payloads,
+the traps."""
 
 from __future__ import annotations
 
-from suite_table import Row, progress, run_script, verdict
+from suite_table import Row, fmt, progress, run_script, verdict
 
 # --------------------------------------------------------------------------- 5. and more: scripts
 
@@ -42,6 +43,67 @@ def fleet(quick: bool, raw: dict) -> list[Row]:
             f"{data['machine_cpu_per_refresh_s']:.2f}",
         ),
         Row(work, "`babysit status`, new connections, s", f"{data['status_s']:.2f}"),
+    ]
+
+
+def export(quick: bool, raw: dict) -> list[Row]:
+    """`babysit export` over the fleet bench's fleet (see bench/export.py); no target is set."""
+    data, text = run_script("export.py", ["--quick"] if quick else [], 360)
+    raw["export"] = {"figures": data, "output": text[-2000:]}
+    if data is None:
+        return [
+            Row(
+                "`babysit export`",
+                "failed",
+                text.strip().splitlines()[-1][:100] if text.strip() else "no output",
+            )
+        ]
+    steady, burst = data["steady"], data["back_to_back"]
+    progress(
+        f"  export: scrape median {steady['median_s'] * 1000:.1f} ms, CPU per scrape "
+        f"{steady['cpu_per_scrape_s'] * 1000:.1f} ms, probing {data['probing_pct_of_core']:.1f}%"
+    )
+    work = (
+        f"`babysit export`, {data['hosts']} sshd hosts × {data['per_host']} sims, "
+        f"--every {data['every_s']:g}"
+    )
+
+    def ms(seconds: float) -> str:
+        return fmt(seconds * 1000)
+
+    return [
+        Row(
+            work,
+            f"scrape of /metrics as Prometheus asks (gzipped OpenMetrics), one every "
+            f"{steady['gap_s']:g} s: median / p95 (max), ms",
+            f"{ms(steady['median_s'])} / {ms(steady['p95_s'])} ({ms(steady['max_s'])})"
+            + (f"; {steady['late']} of {steady['scrapes']} late" if steady["late"] else ""),
+        ),
+        Row(
+            work,
+            "exporter CPU per scrape less probing's, one every "
+            f"{steady['gap_s']:g} s / back to back: ms (µs per service)",
+            f"{ms(steady['cpu_per_scrape_s'])} / {ms(burst['cpu_per_scrape_s'])} "
+            f"({fmt(steady['cpu_per_scrape_per_service_s'] * 1e6)} / "
+            f"{fmt(burst['cpu_per_scrape_per_service_s'] * 1e6)})",
+        ),
+        Row(
+            work,
+            "of which rendering OpenMetrics / gzip (same samples, timed apart), ms",
+            f"{ms(data['render_openmetrics_cpu_s'])} / {ms(data['gzip_cpu_s'])}",
+        ),
+        Row(
+            work,
+            "exporter CPU probing, no scrape: % of a core (ms per service per round trip)",
+            f"{fmt(data['probing_pct_of_core'])} "
+            f"({fmt(data['cpu_per_service_round_trip_s'] * 1000, 2)})",
+        ),
+        Row(
+            work,
+            "exposition: samples (of GPUs, once per host); KiB as text / gzipped",
+            f"{data['samples']:,} ({data['gpu_samples']:,}); {fmt(data['text_bytes'] / 1024)} / "
+            f"{fmt(data['scrape_bytes'] / 1024)}",
+        ),
     ]
 
 

@@ -174,3 +174,17 @@ def test_every_series_exposed_is_a_name_of_the_contract():
     got = scrape(host_view(ServiceView("dp-0", "sglang", report)))
     assert set(got) <= set(names.ALL)
     assert {names.VERDICT, names.RUN_INFO, names.FLAG_MISSING, names.METRIC} <= set(got)
+
+
+def test_a_gpu_shared_by_two_services_is_read_once_per_host():
+    views = []
+    for service, pid in ((DP0, 41000), (DP1, 41001)):
+        answer, details = sglang_answer(HOST.name, service, pid=pid, power=(300.0,))
+        report = facts(service).observe(answer, details)
+        views.append(ServiceView(service.name, "sglang", report))
+    got = scrape(host_view(*views))
+    assert not [labels for labels, _ in got[names.METRIC] if labels["name"].startswith("gpu_")]
+    power = [(labels, v) for labels, v in got[names.GPU_METRIC] if labels["name"] == "gpu_power"]
+    assert sorted(labels["gpu"] for labels, _ in power) == ["0", "1"]  # dp-0's GPU 0, dp-1's 1
+    assert {v for _, v in power} == {300.0}
+    assert len(got[names.GPU_METRIC_AGE]) == len(got[names.GPU_METRIC])

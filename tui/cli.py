@@ -108,6 +108,16 @@ def add_config_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_targets_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """The ``HOST[/SERVICE]|GROUP …`` arguments of the verbs that take many services."""
+    parser.add_argument(
+        "targets",
+        metavar="HOST[/SERVICE]|GROUP",
+        nargs="*",
+        help=f"what to {what} (default: every service of every host)",
+    )
+
+
 def add_json_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print a versioned JSON document")
 
@@ -170,4 +180,4 @@ def report_error(error: BabysitError, *, json_out: bool) -> None:
     print(f"babysit: {error.message}", file=sys.stderr)
 
 
-__all__ = ["UsageError", "add_config_option", "add_json_option", "main"]
+__all__ = ["UsageError", "add_config_option", "add_json_option", "add_targets_option", "main"]

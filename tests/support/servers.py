@@ -61,7 +61,8 @@ def sim_argv(
 
 
 class Server:
-    """A running sim whose output is appended to ``log``."""
+    """A running sim whose output is appended to ``log``; ``extra`` are more server flags
+    (after ``--model-path`` and ``--port``)."""
 
     def __init__(
         self,
@@ -73,6 +74,7 @@ class Server:
         scenario: str = "healthy",
         state: Path | None = None,
         version: str | None = None,
+        extra: tuple[str, ...] = (),
     ) -> None:
         self.log = log
         self.port = port or free_port()
@@ -82,7 +84,9 @@ class Server:
             env["BABYSIT_SIM_STATE"] = str(state)
         with log.open("ab") as out:
             self.proc = subprocess.Popen(
-                sim_argv(engine, self.port, load=load, scenario=scenario, version=version),
+                sim_argv(
+                    engine, self.port, load=load, scenario=scenario, extra=extra, version=version
+                ),
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,

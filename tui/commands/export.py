@@ -25,7 +25,7 @@ import signal
 import sys
 from pathlib import Path
 
-from tui.cli import add_config_option
+from tui.cli import add_config_option, add_targets_option
 from tui.commands import say
 from tui.commands.status import gather_reports, select
 from tui.config import Host, Service
@@ -47,12 +47,7 @@ Selection = list[tuple[Host, list[Service]]]
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "targets",
-        metavar="HOST[/SERVICE]|GROUP",
-        nargs="*",
-        help="what to export (default: every service of every host)",
-    )
+    add_targets_option(parser, "export")
     parser.add_argument(
         "--listen",
         metavar="ADDRESS:PORT",

@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from tui.cli import add_config_option, add_json_option
+from tui.cli import add_config_option, add_json_option, add_targets_option
 from tui.config import Config, Host, MetricsSource, Service
 from tui.core.hostclock import HostWords
 from tui.core.orphan_words import orphan_line, orphans_words
@@ -32,12 +32,7 @@ SCRAPE_GAP = 1.0
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "targets",
-        metavar="HOST[/SERVICE]|GROUP",
-        nargs="*",
-        help="what to check (default: every service of every host)",
-    )
+    add_targets_option(parser, "check")
     parser.add_argument(
         "--all",
         action="store_true",

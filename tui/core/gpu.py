@@ -61,6 +61,18 @@ _UNIT = re.compile(r"\s*(?:W|MiB|%|C|MHz)$")
 _HEADER_UNIT = re.compile(r"\s*\[[^\]]*\]$")
 
 
+#: The series a GPU reading gives (:meth:`GpuReading.values`), one per GPU (label ``gpuN``).
+GPU_METRICS = frozenset(
+    {
+        Metric.GPU_POWER,
+        Metric.GPU_POWER_LIMIT,
+        Metric.GPU_UTIL,
+        Metric.GPU_MEMORY,
+        Metric.GPU_TEMPERATURE,
+    }
+)
+
+
 @dataclass(frozen=True)
 class GpuReading:
     """One GPU at one moment. Each measurement is None when nvidia-smi could not give it.

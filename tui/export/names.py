@@ -36,10 +36,16 @@ PROGRESS_AGE = "babysit_progress_age_seconds"
 #: (label ``phase``: launching, …, ready).
 STARTUP_PHASE = "babysit_startup_phase"
 #: The latest value of each series parsed for the run (label ``name``: the metric, such
-#: as ``gen_throughput``; ``part``: its DP rank, engine or GPU when it has one).
+#: as ``gen_throughput``; ``part``: its DP rank or engine when it has one).
 METRIC = "babysit_metric"
 #: Seconds since that value was read.
 METRIC_AGE = "babysit_metric_age_seconds"
+#: The latest nvidia-smi reading of each GPU of a host, once per host however many of
+#: its services share the GPU (labels ``host``, ``gpu``: its index, ``name``: such as
+#: ``gpu_power``).
+GPU_METRIC = "babysit_gpu_metric"
+#: Seconds since that reading was taken.
+GPU_METRIC_AGE = "babysit_gpu_metric_age_seconds"
 #: 1 for each flag intended (the service's ``launch:``) but missing from the running
 #: command line, 0 for each intended flag that is there (label ``flag``).
 FLAG_MISSING = "babysit_launch_flag_missing"
@@ -64,6 +70,8 @@ ALL = (
     STARTUP_PHASE,
     METRIC,
     METRIC_AGE,
+    GPU_METRIC,
+    GPU_METRIC_AGE,
     FLAG_MISSING,
     ORPHAN_BYTES,
 )

@@ -23,7 +23,9 @@ from datetime import datetime, timedelta, timezone
 
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 
+from tui.core.gpu import GPU_METRICS
 from tui.core.launch.diff import FlagStatus
+from tui.core.metrics.series import Latest
 from tui.core.phases import LAUNCHING, READY
 from tui.core.report import ServiceReport
 from tui.core.sanitize import printable
@@ -111,6 +113,16 @@ class _Families:
             "seconds since that value was read",
             labels=[*service, "name", "part"],
         )
+        self.gpu_metric = GaugeMetricFamily(
+            names.GPU_METRIC,
+            "the latest nvidia-smi reading of each GPU of the host",
+            labels=["host", "gpu", "name"],
+        )
+        self.gpu_metric_age = GaugeMetricFamily(
+            names.GPU_METRIC_AGE,
+            "seconds since that reading was taken",
+            labels=["host", "gpu", "name"],
+        )
         self.flag_missing = GaugeMetricFamily(
             names.FLAG_MISSING,
             "1 for each intended launch flag the running server lacks, 0 for each it has",
@@ -136,6 +148,8 @@ class _Families:
                 self.phase,
                 self.metric,
                 self.metric_age,
+                self.gpu_metric,
+                self.gpu_metric_age,
                 self.flag_missing,
                 self.orphan_bytes,
             )
@@ -151,14 +165,26 @@ def families(hosts: Sequence[HostView], now: float) -> list[Metric]:
         if host.took is not None:
             out.probe_duration.add_metric([host.name], host.took)
         orphans: dict[tuple[str, str], float] = {}
+        #: Each GPU's readings, from the service that read them last.
+        readings: dict[tuple[str, str], Latest] = {}
         for view in host.services:
             _service(out, host.name, view, now)
+            metrics = view.report.metrics
+            for key, latest in metrics.latest.items() if metrics is not None else ():
+                if key.metric in GPU_METRICS:
+                    gpu = key.label.removeprefix("gpu")
+                    seen = readings.get((gpu, key.metric.value))
+                    if seen is None or latest.ts > seen.ts:
+                        readings[(gpu, key.metric.value)] = latest
             gpus = view.report.gpus
             for orphan in gpus.orphans if gpus is not None else ():
                 if orphan.memory_mib is None:
                     continue
                 gpu = "unknown" if orphan.gpu is None else str(orphan.gpu)
                 orphans[(gpu, str(orphan.pid))] = orphan.memory_mib * MIB
+        for (gpu, name), latest in sorted(readings.items(), key=lambda item: _gpu_order(*item[0])):
+            out.gpu_metric.add_metric([host.name, gpu, name], latest.value)
+            out.gpu_metric_age.add_metric([host.name, gpu, name], max(0.0, latest.age))
         for (gpu, pid), size in sorted(orphans.items()):
             out.orphan_bytes.add_metric([host.name, gpu, pid], size)
     return [family for family in out if family.samples]
@@ -199,6 +225,8 @@ def _service(out: _Families, host: str, view: ServiceView, now: float) -> None:
     for series, latest in sorted(
         (metrics.latest.items() if metrics is not None else ()), key=lambda item: item[0].name
     ):
+        if series.metric in GPU_METRICS:  # the host's, once: see families()
+            continue
         labels = [*key, series.metric.value, printable(series.label)]
         out.metric.add_metric(labels, latest.value)
         out.metric_age.add_metric(labels, max(0.0, latest.age))
@@ -215,6 +243,11 @@ def _service(out: _Families, host: str, view: ServiceView, now: float) -> None:
             if flag not in seen:
                 seen.add(flag)
                 out.flag_missing.add_metric([*key, printable(flag)], 1.0)
+
+
+def _gpu_order(gpu: str, name: str) -> tuple[int, int, str, str]:
+    """GPU 2 before GPU 10, and a GPU without an index last."""
+    return (0, int(gpu), "", name) if gpu.isdigit() else (1, 0, gpu, name)
 
 
 def _phases(engine: str) -> tuple[str, ...]:
