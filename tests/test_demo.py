@@ -146,6 +146,8 @@ def try_the_printed_commands(text: str, folder: Path, config: Path, env: dict[st
         assert f"lab/{name}" in said.stdout
     # the screen's GPUs: the demo's nvidia-smi stand-in answers the CLI too
     assert "orphans: 2 orphans hold" in said.stdout
+    shown = said.stdout.split("lab/qwen-mtp", 1)[1].split("\nlab/", 1)[0]
+    assert "gpus: gpu0 " in shown and " W / 700 W · util " in shown, shown
     as_json = typed(f"{status_line} --json", env)
     services = {s["service"]: s for s in json.loads(as_json.stdout)["services"]}
     readings = services["qwen-mtp"]["gpus"]["gpus"]
