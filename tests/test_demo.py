@@ -298,6 +298,8 @@ def test_tui_leaves_nothing_behind(
     else:
         terminal.proc.send_signal(getattr(signal, how))
     assert terminal.proc.wait(20) == code
+    if how == "q":  # and says how to keep the fleet for the command line, as babysit runs
+        terminal.wait_for(f"the same servers: {shlex.join(BABYSIT)} demo --keep".encode())
     assert leftovers(folder, processes) == []
     assert not folder.exists()
     assert list(Path(demo_env["BABYSIT_DEMO_STATE"]).iterdir()) == []

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from tui.demo.fleet import HOST, Fleet, tui_environment
 from tui.demo.fleetstate import stop_kept
 from tui.demo.stories import STORIES
+from tui.invocation import command
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -62,7 +63,12 @@ def run(args: argparse.Namespace) -> int:
         return stop()
     if args.keep:
         return keep()
-    return watch()
+    # named before the demo's own babysit names its fleet's launcher, gone once it ends
+    keep_it = command("demo", "--keep")
+    status = watch()
+    if status == 0:
+        print(f"babysit demo: stopped. To try the command line on the same servers: {keep_it}")
+    return status
 
 
 # --------------------------------------------------------------------------- signals
