@@ -343,3 +343,49 @@ def test_a_crash_in_the_tui_still_stops_the_fleet(
     assert len(processes) == len(STORIES) + 1
     assert leftovers(folder, processes) == []
     assert not folder.exists()
+
+
+#: A demo whose TUI hangs once told to end (as Textual can, writing to a terminal that
+#: went away): its event loop blocks, so the app's exit never runs.
+HANGING = """
+import asyncio, sys, time
+from tui.commands import demo
+
+class App:
+    def exit(self, return_code=0):
+        pass
+
+def hanging(fleet, stopper):
+    async def main():
+        stopper.app = App()
+        print(fleet.folder, flush=True)
+        while True:
+            time.sleep(0.1)  # the loop never gets to run the exit
+    asyncio.run(main())
+
+sys.exit(demo.watch(runner=hanging, stopper=demo.SignalStop(stuck_after=float(sys.argv[1]))))
+"""
+
+
+@pytest.mark.integration
+def test_a_tui_that_hangs_when_told_to_end_still_stops_the_fleet(
+    demo_env: dict[str, str],
+) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HANGING, "1.0"],
+        env=demo_env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        folder = Path(proc.stdout.readline().strip())
+        _, processes = running_fleet(demo_env)
+        proc.send_signal(signal.SIGHUP)
+        assert proc.wait(30) == 128 + signal.SIGHUP
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert leftovers(folder, processes) == []
+    assert not folder.exists()

@@ -82,14 +82,39 @@ class Stopped(BaseException):
         self.signum = signum
 
 
+#: Seconds a TUI told to end by a signal gets before the fleet is stopped without it (a
+#: TUI whose terminal went away can hang in its own shutdown, writing to that terminal).
+STUCK_AFTER = 10.0
+
+
 class SignalStop:
     """While installed, SIGTERM/SIGINT/SIGHUP end the running TUI (``app.exit``) or, with
     no TUI running, raise :class:`Stopped`; either way the caller's ``finally`` stops the
-    fleet. :meth:`ignore` then keeps further signals from interrupting that cleanup."""
+    fleet. :meth:`ignore` then keeps further signals from interrupting that cleanup.
 
-    def __init__(self) -> None:
+    A TUI that has not ended :data:`STUCK_AFTER` seconds after the signal is given up on:
+    ``on_stuck(signum)`` runs in a thread of its own (it stops the fleet and exits), unless
+    :meth:`disarm` was called first."""
+
+    def __init__(self, stuck_after: float = STUCK_AFTER) -> None:
         self.app: App[int] | None = None
+        self.on_stuck: Callable[[int], None] | None = None
+        self.stuck_after = stuck_after
+        self._timer: threading.Timer | None = None
         self._previous: dict[int, object] = {}
+
+    def _arm(self, signum: int) -> None:
+        if self._timer is None and self.on_stuck is not None:
+            self._timer = threading.Timer(self.stuck_after, self.on_stuck, (signum,))
+            self._timer.name = "demo stop watchdog"
+            self._timer.daemon = True
+            self._timer.start()
+
+    def disarm(self) -> None:
+        """The TUI ended: the fleet is stopped the ordinary way."""
+        self.on_stuck = None
+        if self._timer is not None:
+            self._timer.cancel()
 
     def _handle(self, signum: int, _frame: FrameType | None) -> None:
         app = self.app
@@ -100,6 +125,7 @@ class SignalStop:
         if app is not None and loop is not None:
             # runs in the main thread, between two steps of the app's own loop
             loop.call_soon_threadsafe(functools.partial(app.exit, return_code=128 + signum))
+            self._arm(signum)
             return
         raise Stopped(signum)
 
@@ -141,15 +167,23 @@ def open_app(fleet: Fleet, stopper: SignalStop) -> int:
     return app.return_code or 0
 
 
-def watch(runner: AppRunner = open_app) -> int:
-    """Start a fleet, run the TUI on it, and stop the fleet however the TUI ends."""
-    stopper = SignalStop()
+def watch(runner: AppRunner = open_app, stopper: SignalStop | None = None) -> int:
+    """Start a fleet, run the TUI on it, and stop the fleet however the TUI ends (also
+    when, told to end by a signal, it hangs: then the fleet is stopped and babysit exits)."""
+    stopper = stopper if stopper is not None else SignalStop()
     stop_staging = threading.Event()
     stager: threading.Thread | None = None
     fleet: Fleet | None = None
+
+    def stuck(signum: int) -> None:
+        if fleet is not None:
+            fleet.stop()
+        os._exit(128 + signum)
+
     with stopper.installed():
         try:
             fleet = Fleet.create()
+            stopper.on_stuck = stuck
             fleet.start(die_with_parent=True)
             stager = threading.Thread(
                 target=fleet.stage, args=(stop_staging,), name="demo stager", daemon=True
@@ -160,6 +194,7 @@ def watch(runner: AppRunner = open_app) -> int:
             return 128 + stopped.signum
         finally:
             stopper.ignore()
+            stopper.disarm()
             stop_staging.set()
             if stager is not None:
                 stager.join(timeout=5.0)
