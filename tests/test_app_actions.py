@@ -175,7 +175,7 @@ async def test_k_asks_first_cancel_leaves_it_running_confirm_kills_it(tmp_path: 
             assert screen.check_action("replace", ()) is True
             assert screen.check_action("relaunch", ()) is None, "a run is there"
 
-            await pilot.press("k")
+            await pilot.press("K")
             modal = await modal_of(pilot)
             text = modal.plan.text()
             assert f"pid: {server.pid}" in text
@@ -198,7 +198,7 @@ async def test_k_asks_first_cancel_leaves_it_running_confirm_kills_it(tmp_path: 
             assert verdict(app) is Verdict.LIVE
             assert not screen.progress.has_class("-shown")
 
-            await pilot.press("k")
+            await pilot.press("K")
             await modal_of(pilot)
             await pilot.press("tab")
             assert app.focused is not None and app.focused.id == "confirm"
@@ -392,7 +392,7 @@ async def test_read_only_offers_and_runs_no_action(tmp_path: Path) -> None:
             screen = host_screen(app)
             for action in ("kill", "relaunch", "replace"):
                 assert screen.check_action(action, ()) is False
-            await pilot.press("k", "r", "R")
+            await pilot.press("K", "r", "R")
             await later_refreshes(pilot, app)
             assert app.screen is screen, "no modal"
             await until(
@@ -429,8 +429,8 @@ async def test_keys_are_disabled_without_a_run_or_a_launch(tmp_path: Path) -> No
         await until(
             lambda: footer_text(app).strip(), with_progress(pilot, "the footer"), pilot=pilot
         )
-        assert " k kill " in footer_text(app), "shown, greyed out"
-        await pilot.press("k", "r", "R")
+        assert " K kill " in footer_text(app), "shown, greyed out"
+        await pilot.press("K", "r", "R")
         await later_refreshes(pilot, app)
         assert app.screen is screen and not screen.action_running
 
@@ -643,7 +643,7 @@ def test_kill_modal(utc: None, snap_compare: Any) -> None:  # noqa: F811
 
     async def press_k(pilot: Pilot[Any]) -> None:
         await rows_shown(pilot)
-        await pilot.press("k")
+        await pilot.press("K")
         await modal_drawn(pilot)
         assert isinstance(pilot.app.focused, Button) and pilot.app.focused.id == "cancel"
 
@@ -704,7 +704,7 @@ def test_read_only(utc: None, snap_compare: Any) -> None:  # noqa: F811
 
     async def press_keys(pilot: Pilot[Any]) -> None:
         await rows_shown(pilot)
-        await pilot.press("k", "r", "R")
+        await pilot.press("K", "r", "R")
         await pilot.pause()
         assert host_screen(pilot.app).check_action("kill", ()) is False  # type: ignore[arg-type]
 

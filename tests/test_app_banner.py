@@ -73,7 +73,9 @@ async def test_banner_follows_the_run_and_w_follows_the_writer(tmp_path: Path) -
                 for r in view.buffer
                 if isinstance(r, EventRow) and r.event.kind is EventKind.VERDICT
             ]
-            assert changes and changes[-1].event.message.startswith("LIVE → STALE: ")
+            assert changes and changes[-1].event.message.startswith(
+                "LIVE → STALE: log replaced: it writes deleted inode "
+            )  # why, first, as the banner says it
 
             await pilot.press("w")
             await until(
@@ -94,7 +96,7 @@ async def test_banner_follows_the_run_and_w_follows_the_writer(tmp_path: Path) -
 
             server.kill()
             await until(lambda: verdict() is Verdict.DEAD, "DEAD", pilot=pilot)
-            assert banner.has_class("-bad")
+            assert banner.has_class("-dead")
     finally:
         server.kill()
 

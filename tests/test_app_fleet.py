@@ -298,7 +298,7 @@ def test_a_live_row_shows_its_run_metrics_and_the_age_of_its_last_line() -> None
     state = HostState().answered([report], NOW)
     row = fleet_row(service, state, NOW + 1, interval=2.0)
     cells = dict(zip((c.key for c in COLUMNS), row.cells, strict=True))
-    assert cells["verdict"].text == "LIVE"
+    assert cells["verdict"].text == "● LIVE"
     assert cells["verdict"].tones == ("live",)
     assert cells["pid"].text == "41002"
     assert cells["up"].text == "3h03m"
@@ -377,9 +377,9 @@ async def test_rows_come_worst_first_and_each_host_only_marks_its_own() -> None:
             "b200-ct/qwen",
             *(f"kpro5/dp-{i}" for i in (0, 1, 2, 4, 5, 6, 7)),
         ]
-        assert [r[1] for r in rows[:4]] == ["UNKNOWN", "STALE", "DEAD", "STARTING"]
+        assert [r[1] for r in rows[:4]] == ["? UNKNOWN", "◌ STALE", "✖ DEAD", "◐ STARTING"]
         assert rows[0][-1].startswith("unreachable — retrying in 4 s")
-        assert all(r[1] == "LIVE" for r in rows[4:])
+        assert all(r[1] == "● LIVE" for r in rows[4:])
 
 
 @pytest.mark.integration

@@ -215,7 +215,7 @@ async def test_the_screen_audits_each_action_in_the_same_shape(tmp_path: Path) -
         async with app.run_test(size=(120, 36)) as pilot:
             screen_of = lambda: host_screen(app)  # noqa: E731
             await until(lambda: verdict(app) is Verdict.LIVE, "LIVE", pilot=pilot)
-            await confirm(pilot, "k")
+            await confirm(pilot, "K")
             await until(lambda: verdict(app) is Verdict.DEAD, "DEAD", timeout=30, pilot=pilot)
             await until(lambda: not screen_of().action_running, "the kill's end", pilot=pilot)
             await confirm(pilot, "r")

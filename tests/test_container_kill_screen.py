@@ -35,7 +35,7 @@ async def test_k_stops_the_container_and_r_starts_it_again(dockerd: Dockerd) -> 
         await until(lambda: verdict(app) is Verdict.LIVE, with_progress(pilot, "LIVE"), pilot=pilot)
         screen = host_screen(app)
         assert screen.check_action("kill", ()) is True
-        await pilot.press("k")
+        await pilot.press("K")
         modal = await modal_of(pilot)
         text = modal.plan.text()
         assert f"container: screen-sim ({first.short_id})" in text

@@ -188,3 +188,13 @@ def test_a_gpu_shared_by_two_services_is_read_once_per_host():
     assert sorted(labels["gpu"] for labels, _ in power) == ["0", "1"]  # dp-0's GPU 0, dp-1's 1
     assert {v for _, v in power} == {300.0}
     assert len(got[names.GPU_METRIC_AGE]) == len(got[names.GPU_METRIC])
+
+
+def test_intended_flags_missing_are_one_concern_of_a_live_run():
+    from tui.core.verdict_words import badge
+
+    plain = facts().observe(*sglang_answer(HOST.name, DP0, pid=41000, seed=3))
+    missing = facts(intended=SPEC).observe(*sglang_answer(HOST.name, DP0, pid=41000, seed=3))
+    assert plain.verdict is missing.verdict is Verdict.LIVE
+    assert missing.concerns == plain.concerns + 1
+    assert badge(missing.verdict, missing.concerns).startswith("● LIVE ⚠ ")

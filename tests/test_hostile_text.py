@@ -166,7 +166,7 @@ def test_bad_strings_in_a_probe_answer_reach_no_screen_or_modal(
             )
             await until(lambda: "LOGLINE" in screen_text(app), "the log line", pilot=pilot)
             assert_clean(screen_text(app), shown=False)
-            for key in ("k", "R"):  # the kill modal, the replace (kill and relaunch) modal
+            for key in ("K", "R"):  # the kill modal, the replace (kill and relaunch) modal
                 await pilot.press(key)
                 modal = await modal_of(pilot)
                 text = screen_text(app)
@@ -204,7 +204,7 @@ def test_the_fleet_view_draws_a_hosts_words_escaped(
             assert_clean(screen_text(app), shown=False)
             await pilot.press("enter")  # the service's host screen, from the fleet
             await until(lambda: app.screen is not fleet_screen, "the host screen", pilot=pilot)
-            await pilot.press("k")
+            await pilot.press("K")
             await modal_of(pilot)
             assert_clean(screen_text(app))
 

@@ -1,4 +1,4 @@
-"""``k`` on the host screen of a service whose server died leaving its TP worker on the
+"""``K`` on the host screen of a service whose server died leaving its TP worker on the
 GPUs: the modal (at 80x24) names the orphan, and confirming kills it and says the
 memory it held is free."""
 
@@ -59,7 +59,7 @@ async def test_k_offers_the_orphans_and_kills_them(tmp_path: Path, state: Path) 
                 pilot=pilot,
             )
             screen = host_screen(app)
-            await pilot.press("k")
+            await pilot.press("K")
             modal = await modal_of(pilot)
             text = modal.plan.text()
             assert modal.plan.title == "Kill the orphans on h/qwen's GPUs?"

@@ -456,7 +456,7 @@ async def test_the_kill_modal_and_the_launch_pane_show_no_secret(tmp_path: Path)
             token_row = next(x for x in drawn.splitlines() if x.startswith("--hf-token"))
             assert api_row.rstrip().endswith("≠") and token_row.rstrip().endswith("✓")
 
-            await pilot.press("k")
+            await pilot.press("K")
             modal = await modal_of(pilot)
             text = modal.plan.text()
             assert f"pid: {proc.pid}" in text

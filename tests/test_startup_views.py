@@ -42,7 +42,6 @@ from tui.core.startup_words import (
     startup_cell,
     startup_line,
 )
-from tui.core.verdicts import Verdict
 from tui.hostsfile import parse_config
 from tui.session.state import HostState
 
@@ -196,7 +195,7 @@ def test_each_orphan_in_one_line_with_its_command_cut_and_redacted() -> None:
 def test_a_starting_banner_says_the_phase_under_the_summary() -> None:
     a = starting()
     rows = banner_rows(a, NOW, startup=loading(ON_TIME))
-    assert rows[0][0].startswith("● STARTING  pid 67115 +1")
+    assert rows[0][0].startswith("◐ STARTING  pid 67115 +1")
     assert rows[1] == (a.summary, False)
     assert rows[2] == (startup_line(loading(ON_TIME), WORDS), False)
 
@@ -219,7 +218,7 @@ def test_a_live_banner_says_how_long_its_startup_took() -> None:
 
 def test_a_dead_banner_names_the_orphans_and_the_kill_key() -> None:
     rows = banner_rows(dead(), NOW, orphans=ORPHANS, offers_kill=True)
-    assert rows[-1] == ("2 orphans hold 38.2 GiB on GPUs 0, 1 — k to kill", True)
+    assert rows[-1] == ("2 orphans hold 38.2 GiB on GPUs 0, 1 — K to kill", True)
     read_only = banner_lines(dead(), NOW, orphans=ORPHANS, offers_kill=False)
     assert read_only[-1] == "2 orphans hold 38.2 GiB on GPUs 0, 1"
 
@@ -274,7 +273,7 @@ def test_a_starting_row_with_serving_figures_keeps_them_and_notes_its_phase() ->
     state = HostState().answered([report], FLEET_NOW)
     row = fleet_row(service, state, FLEET_NOW, interval=2.0)
     cells = dict(zip((c.key for c in COLUMNS), row.cells, strict=True))
-    assert cells["verdict"].text == Verdict.STARTING.word
+    assert cells["verdict"].text == "◐ STARTING"
     assert all(cells[key].span == 1 and cells[key].text != "" for key in STARTUP_COLUMNS)
     assert cells["note"].text.startswith("loading weights 3/8 · ")
 
@@ -282,7 +281,7 @@ def test_a_starting_row_with_serving_figures_keeps_them_and_notes_its_phase() ->
 def test_a_dead_row_with_orphans_notes_them() -> None:
     report = report_of(dead(), gpus=orphan_gpus())
     cells = cells_of(report)
-    assert cells["verdict"].text == Verdict.DEAD.word
+    assert cells["verdict"].text == "✖ DEAD"
     assert cells["note"] == Cell("2 orphans · 38 GiB", ("bad",))
     assert "2 orphans hold 38.2 GiB on GPUs 0, 1" in detail_of(report)
 
@@ -297,7 +296,7 @@ def test_a_starting_row_with_orphans_notes_them_as_a_warning() -> None:
 
 def test_status_text_has_a_startup_line_for_a_run_that_is_not_ready() -> None:
     lines = render([report_of(starting(), loading(ON_TIME))]).splitlines()
-    assert lines[0].startswith("kpro5/qwen  STARTING ")
+    assert lines[0].startswith("kpro5/qwen  ◐ STARTING ")
     assert lines[1] == (
         "            startup: loading weights (3 of 8) for 1m 30s; ready by about 09:25 (the "
         "last run took 1m 40s here); the last run was ready after 3m 15s; the phase began "

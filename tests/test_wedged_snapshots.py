@@ -273,7 +273,7 @@ async def test_the_banner_is_wedged_and_bad_and_cuts_the_evidence_to_its_width()
         banner = pilot.app.query_one(RunBanner)
         banner.show(views.wedged(evidence=long), None)
         await pilot.pause()
-        assert banner.has_class("-wedged") and banner.has_class("-bad")
+        assert banner.has_class("-wedged") and not banner.has_class("-dead")
         evidence = str(banner.render()).splitlines()[2:]  # the facts and summary wrap
         assert evidence[0].endswith("…") and evidence[1].startswith(f"· {views.EVIDENCE[1][:40]}")
         assert max(len(line) for line in evidence) <= banner.content_size.width

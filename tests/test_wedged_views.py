@@ -140,7 +140,7 @@ def test_a_canary_error_is_made_printable_and_cut() -> None:
 
 def test_the_banner_says_wedged_since_when_and_why_first_then_the_evidence() -> None:
     lines = banner_lines(wedged(), NOW)
-    assert lines[0].startswith("● WEDGED  since 09:21:21 (3 min ago) · pid 67115 +1 · started")
+    assert lines[0].startswith("■ WEDGED  since 09:21:21 (3 min ago) · pid 67115 +1 · started")
     assert lines[1] == SUMMARY
     assert lines[2:] == [f"· {item}" for item in EVIDENCE]
 
@@ -198,8 +198,8 @@ def test_a_wedged_row_says_since_when_and_its_cause_in_short_words() -> None:
     state = HostState().answered([dataclasses.replace(report, canary=result)], FLEET_NOW)
     row = fleet_row(service, state, FLEET_NOW + 5, interval=2.0)  # type: ignore[arg-type]
     cells = dict(zip((c.key for c in COLUMNS), row.cells, strict=True))
-    assert cells["verdict"].text == "WEDGED"
-    assert cells["verdict"].tones == ("bad",)
+    assert cells["verdict"].text == "■ WEDGED"
+    assert cells["verdict"].tones == ("wedged",)
     assert cells["note"].text == "stalled since 09:21:31 (3m)"
     assert cells["note"].tones == ("bad",)
     assert row.severity == Verdict.WEDGED.severity
@@ -237,7 +237,7 @@ def test_wedged_sorts_by_its_severity_among_the_others() -> None:
 def test_status_text_says_the_wedged_line_its_evidence_and_the_canary() -> None:
     text = render([report_of(wedged(), canary(CanaryOutcome.TIMEOUT, elapsed_s=30.0))])
     lines = text.splitlines()
-    assert lines[0] == f"kpro5/qwen  WEDGED     {SUMMARY}"
+    assert lines[0] == f"kpro5/qwen  ■ WEDGED     {SUMMARY}"
     assert lines[1:3] == [f"            evidence: {item}" for item in EVIDENCE]
     assert lines[3] == "            canary 09:22:21 (2 min ago): timed out after 30 s"
 
@@ -245,7 +245,7 @@ def test_status_text_says_the_wedged_line_its_evidence_and_the_canary() -> None:
 def test_status_text_of_a_live_run_shows_its_canary_and_no_wedged_line() -> None:
     live = probed(writes=INODE, ready=True)
     lines = render([report_of(live, canary())]).splitlines()
-    assert lines[0].startswith("kpro5/qwen  LIVE ")
+    assert lines[0].startswith("kpro5/qwen  ● LIVE ")
     assert lines[1:] == ["            canary 09:22:21 (2 min ago): ok, TTFT 0.21 s, 61.8 tok/s"]
 
 

@@ -17,20 +17,25 @@ same session's report as of now.
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import ClassVar
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.dom import DOMNode
 from textual.screen import Screen
 
 from tui.app.fleet_rows import Fleet
+from tui.app.screens.confirm import ConfirmAction
 from tui.app.screens.fleet import FleetScreen
+from tui.app.screens.help import key_names
 from tui.app.screens.host import HostScreen
-from tui.app.screens.host_actions import HOST_ACTIONS
+from tui.app.screens.quit import ConfirmQuit
 from tui.config import Config, Host, Service
 from tui.session.sessions import Sessions
 
@@ -59,12 +64,51 @@ def make_app(
     return BabysitApp(view, sessions=sessions, read_only=read_only, clock=clock)
 
 
-#: Command palette entries for the host actions: (action, title, help).
+#: Command palette titles for the keys whose description is too short to stand alone;
+#: every other key's title is its description. (action, title)
 ACTION_COMMANDS = {
-    "kill": ("Kill the run", "Stop the verified run: SIGTERM, grace, then SIGKILL (asks first)"),
-    "relaunch": ("Relaunch", "Start the service from its launch: in hosts.yaml (asks first)"),
-    "replace": ("Replace the run", "Kill the verified run, then relaunch (asks first)"),
+    "kill": "Kill the run",
+    "relaunch": "Relaunch",
+    "replace": "Replace the run",
+    "canary": "Send a canary",
+    "dump": "Take a dump",
+    "help": "Help",
 }
+#: Keys the palette does not repeat: Textual's palette has its own Quit, and opening it.
+NOT_IN_PALETTE = frozenset({"quit", "command_palette"})
+
+#: Where the palette's screenshot goes unless ``BABYSIT_SCREENSHOTS`` names a folder.
+SCREENSHOTS = "~/babysit-screenshots"
+
+
+def screenshot_folder() -> Path:
+    """``$BABYSIT_SCREENSHOTS``, else ``~/babysit-screenshots``."""
+    return Path(os.environ.get("BABYSIT_SCREENSHOTS") or SCREENSHOTS).expanduser()
+
+
+def key_commands(screen: Screen[object]) -> Iterator[SystemCommand]:
+    """A palette command for each key of ``screen`` that can be used now, as ``?`` lists
+    them: the same words, and the keys in brackets."""
+    app = screen.app
+    seen: dict[tuple[int, str], list[str]] = {}
+    found: dict[tuple[int, str], tuple[Binding, DOMNode]] = {}
+    for active in screen.active_bindings.values():
+        binding = active.binding
+        _, action, _ = app._parse_action(binding.action, active.node)
+        if not active.enabled or action in NOT_IN_PALETTE or binding.system:
+            continue
+        ident = (id(active.node), binding.action)
+        seen.setdefault(ident, []).append(key_names(binding, app))
+        found[ident] = (binding, active.node)
+    for ident, (binding, node) in found.items():
+        _, action, _ = app._parse_action(binding.action, node)
+        title = ACTION_COMMANDS.get(action, binding.description.capitalize())
+        what = binding.tooltip or binding.description
+        yield SystemCommand(
+            title,
+            f"{what} ({', '.join(seen[ident])})",
+            partial(app.run_action, binding.action, node),
+        )
 
 
 class BabysitApp(App[int]):
@@ -75,7 +119,19 @@ class BabysitApp(App[int]):
     TITLE = "babysit"
     ENABLE_COMMAND_PALETTE = True
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("q", "quit", "quit", id="app.quit"),
+        Binding(
+            "q", "quit", "quit", id="app.quit", tooltip="quit (asks only while an action runs)"
+        ),
+        # Before any widget's own Ctrl+C (copy in the search field): hands expect it to quit.
+        Binding(
+            "ctrl+c",
+            "quit",
+            "quit",
+            id="app.interrupt",
+            show=False,
+            priority=True,
+            tooltip="quit (asks only while an action runs)",
+        ),
         Binding("escape", "back", "fleet", id="app.back", tooltip="back to the fleet"),
     ]
 
@@ -148,28 +204,71 @@ class BabysitApp(App[int]):
     def _fleet_screen(self, fleet: Fleet) -> FleetScreen:
         return FleetScreen(fleet, self.sessions, clock=self.clock)
 
+    def running_action(self) -> str | None:
+        """What a host screen is doing to its host now (``kill on gpu2/qwen``), or None.
+        An action still waiting for its confirmation has done nothing yet: not counted."""
+        if isinstance(self.screen, ConfirmAction):
+            return None
+        for screen in self.screen_stack:
+            if isinstance(screen, HostScreen) and screen.action_running:
+                worker = screen._action_worker
+                name = worker.name if worker is not None else "an action"
+                return f"{name} on {screen.service.label} is running"
+        return None
+
+    async def action_quit(self) -> None:
+        """Quit; while an action runs, only after asking (``q``, ``Ctrl+C``, the palette)."""
+        running = self.running_action()
+        if running is None:
+            self.exit()
+            return
+        if isinstance(self.screen, ConfirmQuit):
+            self.exit()  # asked already: Ctrl+C twice
+            return
+        self.push_screen(ConfirmQuit(running), self._quit_answered)
+
+    def _quit_answered(self, quit_anyway: bool | None) -> None:
+        if quit_anyway:
+            self.exit()
+
+    def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
+        """Save an SVG of the screen in :func:`screenshot_folder` (made if missing) and say
+        where, or say why it could not be saved."""
+        folder = Path(path).expanduser() if path else screenshot_folder()
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            saved = self.save_screenshot(filename, str(folder))
+        except OSError as error:
+            self.notify(
+                f"cannot save the screenshot in {folder}: {error.strerror or error}",
+                title="screenshot",
+                severity="error",
+                markup=False,
+            )
+            return
+        self.notify(f"saved {saved}", title="screenshot", markup=False)
+
     def _host_screen(self) -> HostScreen:
         """The host screen of :attr:`service` on :attr:`host`."""
         session = self.sessions.session(self.host, self.service)
         return HostScreen(session, self.sessions, clock=self.clock, read_only=self.read_only)
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
-        """The palette: Textual's own commands, help, and each host action allowed now."""
-        yield from super().get_system_commands(screen)
+        """The palette: Textual's own commands (the screenshot saving where
+        :meth:`action_screenshot` says), then every key of ``screen`` that can be used
+        now, named as ``?`` names it, with its keys, then the host's other services."""
+        for command in super().get_system_commands(screen):
+            if command.title == "Screenshot":
+                yield SystemCommand(
+                    "Screenshot",
+                    f"Save an SVG of the screen in {screenshot_folder()}",
+                    lambda: self.set_timer(0.1, self.action_screenshot),
+                )
+            else:
+                yield command
+        yield from key_commands(screen)
         if not isinstance(screen, HostScreen):
             return
-        yield SystemCommand("Help", "The keys of this screen", screen.action_help)
-        yield SystemCommand(
-            "Send a canary",
-            "One small completion to the run: time to first token, tokens/s, repetition (c)",
-            screen.action_canary,
-        )
-        if screen.check_action("dump", ()):
-            yield SystemCommand(
-                "Take a dump",
-                "Every process's stacks, nvidia-smi and the last log lines in one file (d)",
-                screen.action_dump,
-            )
         for name in self.host.services:
             if name != self.service.name:
                 yield SystemCommand(
@@ -177,10 +276,6 @@ class BabysitApp(App[int]):
                     "another service of this host (tab / shift+tab step through them)",
                     partial(self.action_switch_service, 0, name),
                 )
-        for action in HOST_ACTIONS:
-            if screen.check_action(action, ()):
-                title, help_text = ACTION_COMMANDS[action]
-                yield SystemCommand(title, help_text, partial(screen.run_action, action))
 
     async def on_unmount(self) -> None:
         await self.sessions.close()

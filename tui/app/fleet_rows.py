@@ -28,6 +28,7 @@ from tui.core.serving import Wedged
 from tui.core.serving_words import canary_gist, cause_short
 from tui.core.startup_words import startup_cell, startup_line
 from tui.core.units import human_age
+from tui.core.verdict_words import BADGE_WIDTH, badge, badge_parts, why
 from tui.core.verdicts import Verdict
 from tui.session.state import HostState
 
@@ -49,7 +50,7 @@ class Column:
 #: (`` 3m``) still fits.
 COLUMNS: tuple[Column, ...] = (
     Column("service", "service", 0),
-    Column("verdict", "verdict", 9),
+    Column("verdict", "verdict", BADGE_WIDTH),
     Column("pid", "pid", 7),
     Column("up", "up", 6),
     Column("gen", "gen tok/s", SPARK_WIDTH + 9),
@@ -89,12 +90,14 @@ class Fleet:
 class Cell:
     """One cell's text and its tones (component classes ``fleet-table--<tone>``), and the
     age of its value when that is not fresh (drawn after it, as old). ``span``: the
-    columns it covers, its own and the next ``span - 1`` (whose cells are not drawn)."""
+    columns it covers, its own and the next ``span - 1`` (whose cells are not drawn).
+    ``mark``: drawn after the text in the ``degraded`` tone (a degraded LIVE's ``⚠ 2``)."""
 
     text: str
     tones: tuple[str, ...] = ()
     age: str = ""
     span: int = 1
+    mark: str = ""
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,8 @@ class FleetRow:
 
     @property
     def verdict(self) -> str:
-        return self.cells[1].text
+        """The verdict cell's word (``LIVE``, ``…`` before any answer)."""
+        return self.cells[1].text.split(" ")[-1]
 
     def matches(self, words: Sequence[str]) -> bool:
         """Whether every word is in the row's name or verdict (case-insensitive)."""
@@ -149,6 +153,8 @@ def _number(latest: Latest) -> str:
 
 
 NONE = Cell("—", ("muted",))
+#: The row tones whose note is drawn as bad: critical verdicts and UNKNOWN.
+BAD_TONES = frozenset(v.tone for v in Verdict if v.bad or v is Verdict.UNKNOWN)
 #: A row note and its tone (None: the row's own).
 Note = tuple[str, str | None]
 
@@ -177,7 +183,7 @@ def fleet_row(service: Service, state: HostState, now: float, *, interval: float
     if state.failure is not None:
         severity = Verdict.UNKNOWN.severity
         tone = Verdict.UNKNOWN.tone
-        cells["verdict"] = Cell(Verdict.UNKNOWN.word, (tone,))
+        cells["verdict"] = Cell(badge(Verdict.UNKNOWN), (tone,))
         note = _failure_note(state, now)
         seen = f"; last answer {human_age(lag)} ago" if state.answered_at is not None else ""
         notes.insert(0, (note, None))
@@ -193,7 +199,7 @@ def fleet_row(service: Service, state: HostState, now: float, *, interval: float
 
     if notes:
         text, own = notes[0]
-        bad = state.failure is not None or tone in ("bad", "unknown")
+        bad = state.failure is not None or tone in BAD_TONES
         cells["note"] = Cell(text, ("bad",) if bad else (own or "muted",))
     detail = f"{key} · " + "\n".join(details)
     return FleetRow(key, severity, tuple(cells[c.key] for c in COLUMNS), detail, tone)
@@ -207,7 +213,12 @@ def _report_words(
     a = report.assessment
     cells = _report_cells(report, lag, old)
     notes: list[Note] = []
-    details = [f"{a.verdict.word} — {printable(a.summary)}"]
+    said = badge(a.verdict, report.concerns)
+    details = [f"{said} — {printable(a.summary)}"]
+    if a.cause is not None:  # why, first: the note and the line under the table
+        cause = printable(why(a.cause))
+        notes.append((cause, None))
+        details = [f"{said} — {cause}", printable(a.summary)]
     words = HostWords(a.utc_offset, a.checked_at + lag)
     if a.verdict is Verdict.WEDGED and a.wedged is not None:
         notes.append((wedged_note(a.wedged, words), None))
@@ -269,7 +280,8 @@ def _report_cells(report: ServiceReport, lag: float, old: bool) -> dict[str, Cel
         faded = latest.stale or old or (of_run and a.run is None)
         return Cell(text, ("old",) if faded else (), shown)
 
-    cells = {"verdict": Cell(a.verdict.word, (a.verdict.tone, *faded))}
+    main, mark = badge_parts(a.verdict, report.concerns)
+    cells = {"verdict": Cell(main, (a.verdict.tone, *faded), mark=mark)}
     if a.run is not None:
         cells["pid"] = Cell(str(a.run.root.pid), faded)
         cells["up"] = Cell(human_age(a.checked_at - a.run.root.start_time + lag), faded)

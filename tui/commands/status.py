@@ -21,6 +21,7 @@ from tui.core.sanitize import printable
 from tui.core.service_report import ServiceReport, status_json
 from tui.core.serving_words import canary_gist
 from tui.core.startup_words import startup_line
+from tui.core.verdict_words import BADGE_WIDTH, badge, why
 from tui.core.verdicts import Verdict, worst_exit_status
 from tui.hostsfile import load_config
 
@@ -100,10 +101,12 @@ async def gather_reports(
 
 
 def render(reports: Sequence[ServiceReport]) -> str:
-    """One line per service (its verdict and why: a WEDGED summary begins with since when
-    and the cause); under it, where a run that is not ready is in its startup, a WEDGED
-    run's evidence, the service's GPUs (as the screen's metrics say them), the orphans
-    on them (each one on a line of its own), the run's last canary, and its hints."""
+    """One line per service (its badge, ``● LIVE ⚠ 2`` for a LIVE run with hints, and
+    why: a DEAD, STALE or failed STARTING run's cause, then its summary; a WEDGED summary
+    begins with since when and the cause); under it, where a run that is not ready is in
+    its startup, a WEDGED run's evidence, the service's GPUs (as the screen's metrics say
+    them), the orphans on them (each one on a line of its own), the run's last canary,
+    and its hints."""
     if not reports:
         return "no services in hosts.yaml\n"
     width = max(len(f"{r.assessment.host}/{r.assessment.service}") for r in reports)
@@ -112,7 +115,9 @@ def render(reports: Sequence[ServiceReport]) -> str:
         a = report.assessment
         name = f"{a.host}/{a.service}"
         under = f"{'':<{width}}  "
-        lines.append(f"{name:<{width}}  {a.verdict.word:<9}  {printable(a.summary)}")
+        said = badge(a.verdict, report.concerns)
+        why_said = f"{printable(why(a.cause))}; " if a.cause is not None else ""
+        lines.append(f"{name:<{width}}  {said:<{BADGE_WIDTH}}  {why_said}{printable(a.summary)}")
         words = HostWords(a.utc_offset, a.checked_at)
         startup = report.startup
         if startup is not None and not startup.ready and a.run is not None:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from tui.config import DEFAULT_WEDGED_AFTER
 from tui.core.assess_container import server_process
 from tui.core.canary import CanaryResult
+from tui.core.cause import cause_of
 from tui.core.container_watch import ContainerWatch
 from tui.core.containers import DOCKER_JSON
 from tui.core.gpu import ServiceGpus, attribute, gpu_values, read_apps, read_gpus
@@ -387,6 +388,9 @@ class ServiceFacts:
         if wedged is not None:
             said = wedged_words(wedged, a.utc_offset, now)
             a = replace(a, verdict=Verdict.WEDGED, wedged=wedged, summary=f"{said}; {a.summary}")
+        cause = cause_of(a, self._serving.failures)
+        if cause is not None:
+            a = replace(a, cause=cause)
         metrics = self._store.snapshot(self.name, now=now, stale_after=self.stale_after)
         death = self._serving.death_line(running=a.writes_log)
         notes = self._container.notes(a, now)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from tui.core.answers import AnswerError, Fields, read
 from tui.core.containers import DOCKER_JSON, PLAIN, ContainerState
@@ -16,6 +17,9 @@ from tui.core.phases import PhaseMark, StartupRecord
 from tui.core.secrets import redact_argv
 from tui.core.serving import Clients, Wedged
 from tui.core.verdicts import Verdict, worst_exit_status
+
+if TYPE_CHECKING:
+    from tui.core.cause import Cause
 
 
 @dataclass(frozen=True)
@@ -293,6 +297,9 @@ class Assessment:
     #: Set with the WEDGED verdict: since when the run does not serve, and why
     #: (decided by tui/core/serving.py over what the service's facts have read).
     wedged: Wedged | None = None
+    #: Set with DEAD, STALE and a STARTING run that printed a failure line: why, from
+    #: this run's own lines and its exit (decided by tui/core/cause.py).
+    cause: Cause | None = None
 
     @property
     def line(self) -> str:

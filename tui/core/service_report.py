@@ -73,6 +73,13 @@ class ServiceReport:
     def verdict(self) -> Verdict:
         return self.assessment.verdict
 
+    @property
+    def concerns(self) -> int:
+        """What makes a LIVE read degraded (``LIVE ⚠ 2``): each hint, and the intended
+        launch flags the run lacks (one concern however many)."""
+        launch_missing = self.launch is not None and bool(self.launch.missing)
+        return len(self.hints) + launch_missing
+
     def to_json(self) -> dict[str, object]:
         """This service's entry in ``babysit status --json``."""
         offset = self.assessment.utc_offset
@@ -160,5 +167,6 @@ def assessment_json(a: Assessment) -> dict[str, object]:
             a.container.to_json(lambda ts: _iso(ts, offset)) if a.container is not None else None
         ),
         "wedged": a.wedged.to_json(lambda ts: _iso(ts, offset)) if a.wedged else None,
+        "cause": a.cause.to_json() if a.cause is not None else None,
         "checked_at": _iso(a.checked_at, offset),
     }

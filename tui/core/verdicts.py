@@ -1,8 +1,12 @@
 """The verdicts babysit gives a service, and everything each one is called, in one table.
 
-A view never spells a verdict itself: the word on screen, the name in JSON, the
-severity a fleet sorts by, the exit status of ``babysit status`` and the tone a
-screen colours it with are all read from :data:`LOOKS`.
+A view never spells a verdict itself: the word on screen, its glyph, the name in JSON,
+the severity a fleet sorts by, the exit status of ``babysit status``, the theme colour
+it is drawn in and the CSS class a screen styles it by are all read from :data:`LOOKS`.
+Each verdict has a glyph and a word of its own (so they still differ without colour,
+under ``NO_COLOR`` or on a monochrome terminal) and a colour of its own; the screens'
+CSS (tui/app/babysit.tcss, tui/app/fleet.tcss) draws each class in its look's colour,
+and a test holds them to this table.
 """
 
 from __future__ import annotations
@@ -38,6 +42,11 @@ class Verdict(enum.Enum):
         return LOOKS[self].word
 
     @property
+    def glyph(self) -> str:
+        """``●``, ``✖``: one cell, drawn before the word."""
+        return LOOKS[self].glyph
+
+    @property
     def severity(self) -> int:
         """Higher is worse; for sorting fleets."""
         return LOOKS[self].severity
@@ -49,34 +58,52 @@ class Verdict(enum.Enum):
 
     @property
     def tone(self) -> str:
-        """The screen's colour class: ``live``, ``starting``, ``bad`` or ``unknown``."""
-        return LOOKS[self].tone
+        """The screen's class for it (``-dead``, ``fleet-table--dead``): its JSON name."""
+        return self.value
+
+    @property
+    def bad(self) -> bool:
+        """Whether it is critical (exit status 2): the run does not serve, or babysit
+        cannot tell which run it is."""
+        return LOOKS[self].exit_status == 2
 
 
 @dataclass(frozen=True)
 class Look:
+    """How a verdict is said and drawn. ``colour``: the theme variable it is drawn in
+    (``success`` is ``$success``); ``filled``: drawn as a block of its colour (the
+    word reversed) even where the others are drawn as coloured text, so that two
+    verdicts of one colour still differ."""
+
     word: str
+    glyph: str
     severity: int
     exit_status: int
-    tone: str
+    colour: str
+    filled: bool = False
 
 
-#: Every verdict's word, severity, exit status and tone.
+#: Every verdict's word, glyph, severity, exit status and colour. WEDGED and DEAD share
+#: the error colour (both mean "it does not serve"); WEDGED is filled, because its
+#: process lives on and answers its health checks.
 LOOKS: Mapping[Verdict, Look] = MappingProxyType(
     {
-        Verdict.LIVE: Look("LIVE", 0, 0, "live"),
-        Verdict.STARTING: Look("STARTING", 1, 1, "starting"),
-        Verdict.NO_LOG: Look("NO-LOG", 2, 2, "bad"),
-        Verdict.DEAD: Look("DEAD", 3, 2, "bad"),
-        Verdict.WEDGED: Look("WEDGED", 4, 2, "bad"),
-        Verdict.STALE: Look("STALE", 5, 2, "bad"),
-        Verdict.AMBIGUOUS: Look("AMBIGUOUS", 6, 2, "bad"),
-        Verdict.UNKNOWN: Look("UNKNOWN", 7, 3, "unknown"),
+        Verdict.LIVE: Look("LIVE", "●", 0, 0, "success"),
+        Verdict.STARTING: Look("STARTING", "◐", 1, 1, "primary"),
+        Verdict.NO_LOG: Look("NO-LOG", "○", 2, 2, "secondary"),
+        Verdict.DEAD: Look("DEAD", "✖", 3, 2, "error"),
+        Verdict.WEDGED: Look("WEDGED", "■", 4, 2, "error", filled=True),
+        Verdict.STALE: Look("STALE", "◌", 5, 2, "warning"),
+        Verdict.AMBIGUOUS: Look("AMBIGUOUS", "◆", 6, 2, "accent"),
+        Verdict.UNKNOWN: Look("UNKNOWN", "?", 7, 3, "text-muted"),
     }
 )
 
-#: The tones a screen must style, each once.
-TONES: tuple[str, ...] = tuple(dict.fromkeys(look.tone for look in LOOKS.values()))
+#: The classes a screen must style, each once.
+TONES: tuple[str, ...] = tuple(v.tone for v in Verdict)
+#: The glyph of a LIVE verdict with hints (``● LIVE ⚠ 2``), and its class.
+DEGRADED_GLYPH = "⚠"
+DEGRADED_TONE = "degraded"
 
 
 def worst_exit_status(verdicts: Iterable[Verdict]) -> int:

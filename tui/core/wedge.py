@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from tui.core.canary import CanaryResult
+from tui.core.cause import FailureWatch
 from tui.core.hints import DeathLine
 from tui.core.hostclock import HostWords
 from tui.core.metrics.model import Metric, MetricSample
@@ -95,7 +96,8 @@ class ServingWatch:
         self._page_pending = 0.0
         self._scraped_progress = False
         self._fatal: FatalLine | None = None
-        self._death: tuple[str, int | None] | None = None
+        #: this run's failure lines: why it is DEAD or failed while STARTING
+        self.failures = FailureWatch(self._deaths)
         #: the probe whose clients were last read, and since when a client has waited
         self._clients_at: float | None = None
         self._waiting_since: float | None = None
@@ -104,18 +106,15 @@ class ServingWatch:
 
     def line(self, text: str, offset: int | None) -> bool:
         """One log line of this run; True when it is the run's first fatal line (then
-        :meth:`date_fatal` may say when it was written). The first death line (the engine's
-        ``deaths``) is kept too, for the death-line hint."""
-        if self._fatal is not None and self._death is not None:
+        :meth:`date_fatal` may say when it was written). Every line goes to the run's
+        :attr:`failures` too (why it is dead, its first death line)."""
+        self.failures.line(text, offset)
+        if self._fatal is not None:
             return False
         if not any(needle in text for needle in self._needles):
             return False
-        if self._death is None and any(needle in text for needle in self._deaths):
-            self._death = (text, offset)
-        if self._fatal is None:
-            self._fatal = FatalLine(text, offset, None)
-            return True
-        return False
+        self._fatal = FatalLine(text, offset, None)
+        return True
 
     def date_fatal(self, at: float | None) -> None:
         """When the fatal line just kept was written (host epoch seconds), if known."""
@@ -123,9 +122,10 @@ class ServingWatch:
             self._fatal = FatalLine(self._fatal.text, self._fatal.offset, at)
 
     def death_line(self, *, running: bool) -> DeathLine | None:
-        """The run's first death line, if any; ``running``: a process of the run still
-        writes the log."""
-        return DeathLine(*self._death, running=running) if self._death is not None else None
+        """The run's first death line (from its :attr:`failures`), if any; ``running``: a
+        process of the run still writes the log."""
+        death = self.failures.first_death
+        return DeathLine(*death, running=running) if death is not None else None
 
     def sample(self, sample: MetricSample, utc_offset: int) -> None:
         """A metric sample of this run (a log line's or a scrape's)."""

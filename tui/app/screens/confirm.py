@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import ClassVar
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -40,6 +40,8 @@ from tui.remote.probe import ready_patterns
 
 #: Children listed by pid before the rest are only counted.
 MAX_CHILDREN_SHOWN = 16
+#: Rows of the dialog besides its facts: its border, and the buttons with their margin.
+DIALOG_FRAME = 6
 #: Characters of an orphan's command line the modal shows.
 MAX_ORPHAN_COMMAND = 200
 #: The GPU fact until the host has answered.
@@ -430,8 +432,9 @@ class ConfirmAction(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as dialog:
             dialog.border_title = Content(printable(self.plan.title))
-            yield Static(Content(printable(self.plan.intro)), id="intro")
+            # The intro scrolls with the facts; the buttons stay below, always on screen.
             with VerticalScroll(id="facts"):
+                yield Static(Content(printable(self.plan.intro)), id="intro")
                 for section in self.plan.sections:
                     if section.heading:
                         yield Static(Content(printable(section.heading)), classes="heading")
@@ -448,6 +451,12 @@ class ConfirmAction(ModalScreen[str | None]):
                 if self.plan.alternative:
                     yield Button(self.plan.alternative, id=ALTERNATIVE, variant="warning")
                 yield Button(self.plan.confirm, id=CONFIRM, variant="error")
+
+    def on_resize(self, event: events.Resize) -> None:
+        # The facts take what the dialog (95% of the screen) leaves beside its border and
+        # the buttons, so the buttons are on screen however short the terminal is.
+        height = event.size.height * 95 // 100 - DIALOG_FRAME
+        self.query_one("#facts").styles.max_height = max(1, height)
 
     def set_fact(self, key: str, value: str) -> None:
         """Fill in a fact that came later (the GPU memory); safe before or after compose."""

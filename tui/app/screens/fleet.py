@@ -14,8 +14,9 @@ what the host last said, when, and the time now; the table
 cells changed.
 
 ``Enter`` opens the row's host screen (the app pushes it; ``Esc`` comes back),
-where ``k``, ``r`` and ``R`` act on that service with their own guards. ``/``
-filters the rows by name or verdict.
+where ``K``, ``r`` and ``R`` act on that service with their own guards. ``/``
+filters the rows by name or verdict; ``s`` sorts them worst first, by service name,
+or by host (the header says which); ``j``/``k`` move as in less and htop.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import ClassVar
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
@@ -33,8 +34,8 @@ from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Input, Label, Static
 
-from tui.app.fleet_rows import Fleet, FleetRow, fleet_row, sort_key
-from tui.app.screens.help import HelpScreen, keys_of
+from tui.app.fleet_rows import Fleet, FleetRow, fleet_row, natural_key, sort_key
+from tui.app.screens.help import HelpScreen, keys_of, say_why_not
 from tui.app.widgets.fleet_table import FleetTable
 from tui.config import Host, Service
 from tui.core.verdicts import Verdict
@@ -43,14 +44,43 @@ from tui.session.state import HostState
 from tui.session.watch import HostWatch
 
 
+def by_name(row: FleetRow) -> tuple[object, ...]:
+    """By the service's name (``qwen`` on every host together), then its host."""
+    host, _, service = row.key.partition("/")
+    return (natural_key(service), natural_key(host))
+
+
+def by_host(row: FleetRow) -> tuple[object, ...]:
+    """By host, then the service's name: the fleet as hosts.yaml lists it."""
+    return natural_key(row.key)
+
+
+#: The fleet's orders, as the header names them; ``s`` steps through them.
+SORTS: tuple[tuple[str, Callable[[FleetRow], tuple[object, ...]]], ...] = (
+    ("worst first", sort_key),
+    ("by name", by_name),
+    ("by host", by_host),
+)
+
+
 class FleetScreen(Screen[None]):
     """Every service instance of ``targets``, one row each, worst first."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "filter", "filter", key_display="/", id="fleet.filter"),
         Binding("escape", "clear_filter", "clear filter", id="fleet.clear_filter"),
+        Binding(
+            "s",
+            "sort",
+            "sort",
+            id="fleet.sort",
+            tooltip="sort: worst first, by service name, or by host (the header says which)",
+        ),
         Binding("question_mark", "help", "help", key_display="?", id="fleet.help"),
     ]
+
+    #: The heading of these keys in ``?``.
+    HELP_SECTION = "the fleet"
 
     class ServiceChosen(Message):
         """The user asked to open ``service`` on ``host`` (Enter on its row)."""
@@ -72,6 +102,8 @@ class FleetScreen(Screen[None]):
         self.watches = {host.name: sessions.watch(host) for host, _ in self.targets}
         self.hosts: dict[str, HostState] = {name: w.state for name, w in self.watches.items()}
         self.rows: dict[str, FleetRow] = {}
+        #: How the rows are ordered: one of :data:`SORTS`' names.
+        self.sort = SORTS[0][0]
         #: Lower-cased words every row shown must contain; empty shows all.
         self.filter_words: tuple[str, ...] = ()
         self._services = {s.label: (host, s) for host, services in self.targets for s in services}
@@ -165,8 +197,9 @@ class FleetScreen(Screen[None]):
                 continue
             for service in services:
                 self.rows[service.label] = fleet_row(service, state, now, interval=self.interval)
+        order = dict(SORTS)[self.sort]
         rows = sorted(
-            (row for row in self.rows.values() if row.matches(self.filter_words)), key=sort_key
+            (row for row in self.rows.values() if row.matches(self.filter_words)), key=order
         )
         self.table.show(rows)
         self._show_detail()
@@ -180,6 +213,7 @@ class FleetScreen(Screen[None]):
         said = [f"{counts[v]} {v.lower()}" for v in order if counts.get(v)]
         hosts = len(self.targets)
         where = f"{hosts} host{'s' if hosts != 1 else ''} · {len(self.rows)} services"
+        where += f" · sorted {self.sort}"
         if self.filter_words:
             where += f" · {self.table.row_count} shown for '{' '.join(self.filter_words)}'"
         self.query_one("#fleet-counts", Static).update(
@@ -211,6 +245,17 @@ class FleetScreen(Screen[None]):
             return bool(self.filter_words) or self.query_one("#fleet-filter").has_class("-open")
         return True
 
+    def on_key(self, event: events.Key) -> None:
+        say_why_not(self, event.key)
+
+    def action_sort(self) -> None:
+        """The next order of :data:`SORTS`; the cursor stays on its row."""
+        names = [name for name, _ in SORTS]
+        self.sort = names[(names.index(self.sort) + 1) % len(names)]
+        self.table.held = True
+        self._show_rows({})
+        self.notify(f"sorted {self.sort}", timeout=2)
+
     def action_open(self) -> None:
         key = self.table.selected
         if key is not None and key in self._services:
@@ -224,7 +269,7 @@ class FleetScreen(Screen[None]):
 
     def action_help(self) -> None:
         note = (
-            "kill (k), relaunch (r) and replace (R) live on each service's screen: Enter "
+            "kill (K), relaunch (r) and replace (R) live on each service's screen: Enter "
             "opens it, Esc comes back. There they ask first and are offered only when safe."
         )
         self.app.push_screen(HelpScreen("keys · fleet", keys_of(self), note))

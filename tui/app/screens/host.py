@@ -10,8 +10,9 @@ Every way the follower can end (an error, or simply stopping) is handled in one
 place, :meth:`HostScreen.on_worker_state_changed`, and told on screen in plain
 words; nothing the follower does can crash the app. A failing probe is handled by
 the host's probe loop (:mod:`tui.session.watch`): the banner turns UNKNOWN with
-the reason. ``k``, ``r`` and ``R`` are in :mod:`tui.app.screens.host_actions`, ``c``
-in :mod:`tui.app.screens.host_canary`, ``d`` in :mod:`tui.app.screens.host_dump`.
+the reason. ``K``, ``r`` and ``R`` are in :mod:`tui.app.screens.host_actions`, ``c``
+in :mod:`tui.app.screens.host_canary`, ``d`` in :mod:`tui.app.screens.host_dump`,
+``l`` and ``m`` (the panes that fold) in :mod:`tui.app.screens.host_panes`.
 """
 
 from __future__ import annotations
@@ -28,15 +29,17 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual.worker import Worker, WorkerError, WorkerState
 
-from tui.app.screens.help import HelpScreen, keys_of
+from tui.app.screens.help import HelpScreen, keys_of, say_why_not
 from tui.app.screens.host_actions import HOST_ACTIONS, HostActions
 from tui.app.screens.host_canary import HostCanary
 from tui.app.screens.host_dump import HostDump
+from tui.app.screens.host_panes import HostPanes
 from tui.app.widgets.action_progress import ActionProgress
 from tui.app.widgets.host_header import HostHeader
+from tui.app.widgets.keys_footer import KeysFooter
 from tui.app.widgets.launch_pane import LaunchPane
 from tui.app.widgets.log_view import LogView
 from tui.app.widgets.metrics_pane import CanaryLine, HintsLine, MetricsPane
@@ -47,6 +50,7 @@ from tui.core.logcursor import EventKind, EventRow, LogCursor, LogEvent
 from tui.core.report import ServiceReport
 from tui.core.runs import Assessment
 from tui.core.sanitize import printable
+from tui.core.verdict_words import why
 from tui.errors import BabysitError
 from tui.ops.hostops import HostOps
 from tui.session.retry import retry_delay
@@ -58,13 +62,11 @@ from tui.session.watch import HostWatch
 FOLLOWER_STOP_TIMEOUT = 3.0
 
 
-#: Below this many columns the launch pane steps aside unless it shows a problem.
-NARROW = 100
 #: Seconds between two redraws of the metrics pane while lines keep coming.
 METRICS_REDRAW = 1.0
 
 
-class HostScreen(HostActions, HostCanary, HostDump, Screen[None]):
+class HostScreen(HostActions, HostCanary, HostDump, HostPanes, Screen[None]):
     """One service on one host. Panes stack in ``#panes``; the log pane takes the rest."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -77,7 +79,7 @@ class HostScreen(HostActions, HostCanary, HostDump, Screen[None]):
             tooltip="follow writer: the file the run writes (deleted or renamed)",
         ),
         Binding(
-            "k",
+            "K",
             "kill",
             "kill",
             id="host.kill",
@@ -130,7 +132,27 @@ class HostScreen(HostActions, HostCanary, HostDump, Screen[None]):
             show=False,
             id="host.previous_service",
         ),
+        # The panes that fold (see HostPanes.fold_panes); their summary lines name the keys.
+        Binding(
+            "l",
+            "toggle_pane('launch')",
+            "launch",
+            id="host.launch",
+            tooltip="launch: open or fold the launch flags pane",
+            show=False,
+        ),
+        Binding(
+            "m",
+            "toggle_pane('metrics')",
+            "metrics",
+            id="host.metrics",
+            tooltip="metrics: open or fold the metrics pane and the hints",
+            show=False,
+        ),
     ]
+
+    #: The heading of these keys in ``?``.
+    HELP_SECTION = "this service"
 
     def __init__(
         self,
@@ -163,6 +185,7 @@ class HostScreen(HostActions, HostCanary, HostDump, Screen[None]):
         self._shown_bindings: tuple[bool | None, ...] | None = None
         self._metrics_drawn = 0.0
         self._metrics_pending = False
+        self._opened: dict[str, bool] = {}  # see HostPanes
 
     @property
     def where(self) -> str:
@@ -189,13 +212,12 @@ class HostScreen(HostActions, HostCanary, HostDump, Screen[None]):
             yield HintsLine(id="hints")
             yield CanaryLine(id="canary")
             yield Static(id="problem")
-            yield LogView(self.service.log_text, id="log")
+            yield LogView(self.service.log_text, clock=self.clock, id="log")
             yield SearchBar(id="search")
-        yield Footer()
+        yield KeysFooter()
 
     def on_resize(self, event: events.Resize) -> None:
-        # Narrow terminals show the launch pane only when a flag is missing.
-        self.query_one("#top").set_class(event.size.width < NARROW, "-narrow")
+        self.fold_panes()
 
     def on_mount(self) -> None:
         self.log_view.focus()
@@ -244,6 +266,7 @@ class HostScreen(HostActions, HostCanary, HostDump, Screen[None]):
         self.show_assessment(report.assessment)
         launch_note = None if report.assessment.run else "no run to compare with"
         self.query_one(LaunchPane).show(report.launch, launch_note)
+        self.fold_panes()  # a flag missing opens the launch pane on a narrow terminal
         self._show_metrics(report)
 
     def show_metrics(self) -> None:
@@ -286,14 +309,10 @@ class HostScreen(HostActions, HostCanary, HostDump, Screen[None]):
         self.query_one(RunBanner).show(assessment, shown)
         if previous is not None and previous.verdict is not assessment.verdict:
             old, new = previous.verdict.word, assessment.verdict.word
+            cause = assessment.cause
+            said = f"{why(cause)}; {assessment.summary}" if cause else assessment.summary
             self.log_view.add_rows(
-                [
-                    EventRow(
-                        LogEvent(
-                            EventKind.VERDICT, f"{old} → {new}: {assessment.summary}", self.clock()
-                        )
-                    )
-                ]
+                [EventRow(LogEvent(EventKind.VERDICT, f"{old} → {new}: {said}", self.clock()))]
             )
         self._sync_bindings()
 
@@ -319,6 +338,20 @@ class HostScreen(HostActions, HostCanary, HostDump, Screen[None]):
                 return False
             return True if self.can(action) else None
         return True
+
+    def why_not(self, action: str) -> str | None:
+        """Why the greyed-out ``action`` does nothing now (said when its key is pressed)."""
+        if action == "follow_writer":
+            a = self.assessment
+            if a is None or a.writer_file is None:
+                return "no writer file: the run writes the file the pane follows, or none"
+            return "the pane follows the file the run writes already"
+        if action in HOST_ACTIONS:
+            return self.why_not_act(action)
+        return None
+
+    def on_key(self, event: events.Key) -> None:
+        say_why_not(self, event.key)
 
     async def action_follow_writer(self) -> None:
         """Follow the file the run actually writes (deleted or renamed), through its fd."""

@@ -1,4 +1,4 @@
-"""What the host screen does to a host: ``k`` kill, ``r`` relaunch and ``R`` replace.
+"""What the host screen does to a host: ``K`` kill, ``r`` relaunch and ``R`` replace.
 
 Each runs in a worker of its own group (``action:<host>``), one at a time: a
 confirmation that shows exactly what will happen, then the service session's
@@ -72,6 +72,41 @@ class HostActions:
             # only because babysit cannot tell which one it is.)
             return launchable and a.run is None and a.verdict is Verdict.DEAD
         return False
+
+    def why_not_act(self: HostScreen, action: str) -> str:
+        """Why ``action`` (one of :data:`HOST_ACTIONS`) is not offered now, in plain words."""
+        a = self.assessment
+        blocked = self._why_nothing_now()
+        if blocked is not None or a is None:
+            return blocked or "no verdict yet: wait for the first probe"
+        launchable = self.service.launch is not None or self.service.container is not None
+        has_run = a.run is not None and a.verdict in KILLABLE
+        word = a.verdict.word
+        if action == "kill":
+            return f"no verified run to kill ({word}), and no orphans on its GPUs"
+        if action == "replace":
+            return (
+                "no launch: in hosts.yaml to start it again"
+                if has_run
+                else f"no verified run to replace ({word})"
+            )
+        if not launchable:
+            return "no launch: in hosts.yaml to start the service from"
+        if a.run is not None:
+            return "a run is there: replace (R) kills it first"
+        return f"babysit cannot tell whether a run is there ({word}): nothing is started"
+
+    def _why_nothing_now(self: HostScreen) -> str | None:
+        """Why no action at all can run now, or None."""
+        if self.read_only:
+            return "babysit runs read-only: nothing on the host is changed"
+        if self.ops is None:
+            return f"babysit cannot act on {self.host.name} from here"
+        if self.action_running:
+            return "another action is running: wait for it to end"
+        if self.assessment is None:
+            return "no verdict yet: wait for the first probe"
+        return None
 
     @property
     def action_running(self: HostScreen) -> bool:

@@ -19,13 +19,14 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from tui.app.fleet_rows import COLUMNS, Cell, FleetRow
+from tui.core.verdicts import DEGRADED_TONE, TONES
 
 #: The note column is at least this wide (wider when the screen has room); the line
 #: under the table says the rest.
 NOTE_WIDTH = 30
 
 
-class FleetTable(ScrollView, can_focus=True):
+class FleetTable(ScrollView, can_focus=True, inherit_bindings=False):
     """The rows, drawn through the line API: a header line, then one line per row.
 
     Each row's line is drawn once and kept until its cells change, so a refresh
@@ -37,30 +38,35 @@ class FleetTable(ScrollView, can_focus=True):
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "fleet-table--header",
         "fleet-table--cursor",
-        "fleet-table--live",
-        "fleet-table--starting",
+        *(f"fleet-table--{tone}" for tone in (*TONES, DEGRADED_TONE)),
         "fleet-table--bad",
-        "fleet-table--unknown",
         "fleet-table--old",
         "fleet-table--muted",
         "fleet-table--warning",
     }
+    # Every key the table answers to (Textual's scrolling keys are not inherited, so the
+    # help lists exactly these): the arrows, and j/k, g/G, Space/b as in less and htop.
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
             "enter",
             "select",
-            "open (k/r/R there)",
+            "open (K/r/R there)",
             id="fleet.open",
-            tooltip="open the service's screen; kill (k), relaunch (r) and replace (R) are "
+            tooltip="open the service's screen; kill (K), relaunch (r) and replace (R) are "
             "there, each offered only when safe",
         ),
-        Binding("up", "move(-1)", "up", show=False),
-        Binding("down", "move(1)", "down", show=False),
-        Binding("pageup", "page(-1)", "page up", show=False),
-        Binding("pagedown", "page(1)", "page down", show=False),
-        Binding("home", "move_to(0)", "first", show=False),
-        Binding("end", "move_to(-1)", "last", show=False),
+        Binding("j,down", "move(1)", "down", show=False, id="fleet.down"),
+        Binding("k,up", "move(-1)", "up", show=False, id="fleet.up"),
+        Binding("space,ctrl+f,pagedown", "page(1)", "page down", show=False, id="fleet.page_down"),
+        Binding("b,ctrl+b,pageup", "page(-1)", "page up", show=False, id="fleet.page_up"),
+        Binding("g,home", "move_to(0)", "first", show=False, id="fleet.first"),
+        Binding("G,end", "move_to(-1)", "last", show=False, id="fleet.last"),
+        Binding("left", "scroll_left", "scroll left", show=False, id="fleet.left"),
+        Binding("right", "scroll_right", "scroll right", show=False, id="fleet.right"),
     ]
+
+    #: The heading of these keys in ``?``.
+    HELP_SECTION = "the rows"
 
     class Highlighted(Message):
         """The cursor is on another row (``key``; None when the table is empty)."""
@@ -192,15 +198,20 @@ class FleetTable(ScrollView, can_focus=True):
             style = base + self._style(cell.tones)
             text = cell.text
             age = f" {cell.age}" if cell.age else ""
-            if cell_len(text) + cell_len(age) > width:
+            mark = f" {cell.mark}" if cell.mark else ""
+            if cell_len(text) + cell_len(mark) > width:
+                mark = ""
+            if cell_len(text) + cell_len(mark) + cell_len(age) > width:
                 age = ""
                 if cell_len(text) > width:
                     text = set_cell_size(text, width - 1) + "…"
             segments.append(Segment(" ", base))
             segments.append(Segment(text, style))
+            if mark:
+                segments.append(Segment(mark, style + self._style((DEGRADED_TONE,))))
             if age:
                 segments.append(Segment(age, base + self._style(("old",))))
-            pad = width - cell_len(text) - cell_len(age)
+            pad = width - cell_len(text) - cell_len(mark) - cell_len(age)
             segments.append(Segment(" " * (pad + 1), base))
         return Strip(segments)
 

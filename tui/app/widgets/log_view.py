@@ -5,28 +5,37 @@ held rows cost no more to show than 30. Rows are :class:`~tui.core.logcursor.Log
 (drawn as plain text, never parsed as markup) and :class:`~tui.core.logcursor.EventRow`
 (drawn as a separator rule, styled by kind through TCSS component classes).
 
+The keys are less's: ``j``/``k`` move the selected line (the one ``y`` copies),
+``Space``/``b`` and ``Ctrl-F``/``Ctrl-B`` a page, ``g`` the top, ``G``/``End``
+follow the end again, ``/`` ``n`` ``N`` search (and say when a search wraps).
+``e`` keeps only warnings and errors (:mod:`tui.core.log_levels`) and babysit's
+own notes, ``z`` wraps long lines, ``t`` shows event rows' times as ages.
+
 Invariants:
 
-* While following, the last row is on screen after every batch.
+* While following, the last row is on screen after every batch, and no line is
+  selected; moving the selection pauses following.
 * While paused, the rows on screen stay the same rows: new rows do not move
   the view, and rows dropped from the front of the buffer shift the scroll
   position by as many rows.
-* Search matches are kept as absolute row numbers (see
+* Search matches and the selected line are kept as absolute row numbers (see
   :attr:`~tui.core.logcursor.LineBuffer.first_index`), so they survive rows
   falling off the front.
+* Filtered or wrapped, the view's lines are a list of (absolute row, piece)
+  pairs, ascending; unfiltered and unwrapped it is the buffer itself.
 """
 
 from __future__ import annotations
 
 import bisect
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import ClassVar
 
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.cache import LRUCache
 from textual.content import Content
 from textual.geometry import Size
@@ -34,7 +43,10 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from tui.app.widgets.log_keys import LOG_KEYS, LogKeys
+from tui.app.widgets.log_text import RULE, WARNING_EVENTS, Search, display_text, event_text
 from tui.core.follow import FileInfo, file_title
+from tui.core.log_levels import is_problem
 from tui.core.logcursor import (
     CUT_MARKER,
     DEFAULT_MAX_LINES,
@@ -44,98 +56,12 @@ from tui.core.logcursor import (
     LogLine,
     Row,
 )
-from tui.core.sanitize import clean_line, printable
-
-#: Event kinds drawn as warnings; errors get their own class; the rest are quiet.
-WARNING_EVENTS = frozenset(
-    {
-        EventKind.TRUNCATED,
-        EventKind.REPLACED,
-        EventKind.DELETED,
-        EventKind.MISSING,
-        EventKind.DISCONNECTED,
-        EventKind.WRITER_GONE,
-        EventKind.SHELL_CHATTER,
-    }
-)
-TAB_SIZE = 8
-RULE = "─"
+from tui.core.sanitize import printable
 
 
-def display_text(text: str) -> str:
-    """What a log line looks like on screen: tabs expanded, and (defence in depth,
-    the core already did it) no control characters."""
-    if "\t" in text:
-        text = text.expandtabs(TAB_SIZE)
-    return text if text.isprintable() else clean_line(text)
-
-
-def event_text(row: EventRow) -> str:
-    """``log replaced: now inode 9012 … (09:22:05)`` — the words of a separator row."""
-    stamp = time.strftime("%H:%M:%S", time.localtime(row.event.observed_at))
-    return f"{printable(row.event.message)} ({stamp})"
-
-
-class Search:
-    """A search term and the absolute row numbers of the lines that contain it.
-
-    Smart case: the term matches case-insensitively unless it has a capital letter.
-    """
-
-    def __init__(self, term: str) -> None:
-        self.term = term
-        self.fold = term == term.lower()
-        self.needle = term.lower() if self.fold else term
-        #: Absolute row numbers of matching lines, ascending.
-        self.rows: list[int] = []
-        #: The match the user is on (an absolute row number), if any.
-        self.current: int | None = None
-
-    def matches(self, row: Row) -> bool:
-        if not isinstance(row, LogLine):
-            return False
-        text = display_text(row.text)
-        return self.needle in (text.lower() if self.fold else text)
-
-    def spans(self, text: str) -> list[tuple[int, int]]:
-        """Where the term occurs in (display) ``text``, as (start, end) pairs."""
-        haystack = text.lower() if self.fold else text
-        if len(haystack) != len(text):  # lower() changed lengths (e.g. "İ"): offsets would drift
-            haystack = text
-        spans, start, size = [], 0, len(self.needle)
-        while (found := haystack.find(self.needle, start)) >= 0:
-            spans.append((found, found + size))
-            start = found + size
-        return spans
-
-    def scan(self, rows: Iterable[Row], first: int) -> None:
-        """Record the matches among ``rows``, numbered from ``first``."""
-        self.rows.extend(first + i for i, row in enumerate(rows) if self.matches(row))
-
-    def forget_before(self, first: int) -> None:
-        """Drop matches in rows that left the buffer."""
-        del self.rows[: bisect.bisect_left(self.rows, first)]
-        if self.current is not None and self.current < first:
-            self.current = None
-
-    def after(self, index: int) -> int | None:
-        i = bisect.bisect_right(self.rows, index)
-        return self.rows[i] if i < len(self.rows) else None
-
-    def before(self, index: int) -> int | None:
-        i = bisect.bisect_left(self.rows, index)
-        return self.rows[i - 1] if i > 0 else None
-
-    def position(self) -> int | None:
-        """1-based number of the current match."""
-        if self.current is None:
-            return None
-        i = bisect.bisect_left(self.rows, self.current)
-        return i + 1 if i < len(self.rows) and self.rows[i] == self.current else None
-
-
-class LogView(ScrollView, can_focus=True):
-    """A followed log: lines and inline events, follow/pause, search."""
+class LogView(LogKeys, ScrollView, can_focus=True, inherit_bindings=False):
+    """A followed log: lines and inline events, follow/pause, a selected line, search,
+    a warnings-and-errors filter, wrapping."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "log-view--event",
@@ -144,42 +70,55 @@ class LogView(ScrollView, can_focus=True):
         "log-view--match",
         "log-view--match-current",
         "log-view--cut",
+        "log-view--cursor",
     }
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("G,end", "follow", "follow", key_display="G", id="log.follow"),
-        Binding("g,home", "top", "top", show=False, id="log.top"),
-        Binding("n", "next_match", "next", id="log.next_match"),
-        Binding("N", "previous_match", "previous", id="log.previous_match"),
-        Binding("escape", "clear_search", "clear search", id="log.clear_search"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = LOG_KEYS
+    #: The heading of these keys in ``?``.
+    HELP_SECTION = "the log"
 
     #: True while the view sticks to the newest row.
     following: reactive[bool] = reactive(True, bindings=True)
     #: The active search term, or "" for none.
     search_term: reactive[str] = reactive("", bindings=True)
+    #: Only warnings, errors and babysit's notes are shown.
+    problems_only: reactive[bool] = reactive(False, bindings=True)
+    #: Long lines wrap at the pane's edge.
+    wrap: reactive[bool] = reactive(False, bindings=True)
+    #: Event rows say how long ago they happened instead of the clock time.
+    relative_times: reactive[bool] = reactive(False)
 
     def __init__(
         self,
         path: str,
         *,
         max_lines: int = DEFAULT_MAX_LINES,
+        clock: Callable[[], float] = time.time,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
     ) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.path = path
+        self.clock = clock
         self.buffer = LineBuffer(max_lines)
         self.file: FileInfo | None = None
         #: Lines that arrived since following was paused.
         self.new_since_pause = 0
         self.search: Search | None = None
+        #: The selected line (an absolute row number); None while following.
+        self.cursor: int | None = None
         #: Why no new rows can come now (link lost), or None while they can.
         self.stale: str | None = None
         #: Why following ended for good (the follower failed or stopped), or None.
         self.stopped: str | None = None
+        #: The last thing a key said (a search wrapping, a copy), for tests and the eye.
+        self.said = ""
         self._width = 0
+        # The view's lines as (absolute row, piece) when filtered or wrapped; None: the buffer.
+        self._lines: list[tuple[int, int]] | None = None
+        # The width the wrapped pieces were cut for.
+        self._wrap_width = 0
         # Drawn lines by absolute row number (a number never names another row).
         self._cache: LRUCache[int, Strip] = LRUCache(1024)
         # Set while we move the view ourselves, so the move is not taken for the
@@ -187,6 +126,84 @@ class LogView(ScrollView, can_focus=True):
         self._steering = False
         self._title = file_title(None, path)
         self.border_title = Content(self._title)
+
+    def on_mount(self) -> None:
+        self.set_interval(1.0, self._tick)
+
+    def _tick(self) -> None:
+        if self.relative_times:
+            self.refresh()  # the ages move on
+
+    # ------------------------------------------------------------------ lines shown
+
+    @property
+    def line_count(self) -> int:
+        """Lines in the view (rows, or the kept rows' pieces)."""
+        return len(self.buffer) if self._lines is None else len(self._lines)
+
+    def _at(self, line: int) -> tuple[int, int]:
+        """The (absolute row, piece) drawn on view line ``line`` (0 <= line < line_count)."""
+        if self._lines is None:
+            return self.buffer.first_index + line, 0
+        return self._lines[line]
+
+    def _line_of(self, absolute: int) -> int:
+        """The view line of row ``absolute`` (its first piece), or of the next row shown."""
+        if self._lines is None:
+            return max(0, absolute - self.buffer.first_index)
+        return bisect.bisect_left(self._lines, (absolute, 0))
+
+    def _row(self, absolute: int) -> Row:
+        return self.buffer[absolute - self.buffer.first_index]
+
+    def _kept(self, row: Row) -> bool:
+        return not self.problems_only or isinstance(row, EventRow) or is_problem(row.text)
+
+    def _pieces(self, row: Row) -> int:
+        if not self.wrap or isinstance(row, EventRow):
+            return 1
+        width = max(1, self._wrap_width)
+        return max(1, -(-cell_len(display_text(row.text)) // width))
+
+    def _lines_for(self, rows: Iterable[Row], first: int) -> list[tuple[int, int]]:
+        out: list[tuple[int, int]] = []
+        for i, row in enumerate(rows):
+            if self._kept(row):
+                out.extend((first + i, piece) for piece in range(self._pieces(row)))
+        return out
+
+    def _relayout(self) -> None:
+        """Lay the view's lines out again (filter or wrap changed, or the width), keeping
+        the selected line, or the top row, where the eye is."""
+        anchor = self.cursor
+        if anchor is None and self.line_count:
+            anchor = self._at(min(int(self.scroll_offset.y), self.line_count - 1))[0]
+        self._wrap_width = self._text_width
+        if self.problems_only or self.wrap:
+            self._lines = self._lines_for(self.buffer, self.buffer.first_index)
+        else:
+            self._lines = None
+        if self.cursor is not None:
+            # A selected line the filter hides: the next one shown is selected instead.
+            count = self.line_count
+            self.cursor = self._at(min(self._line_of(self.cursor), count - 1))[0] if count else None
+        self._cache.clear()
+        self._resize_virtual()
+        if self.following:
+            self._scroll_to_end()
+        elif anchor is not None:
+            self._scroll_to_row(max(0, self._line_of(anchor) - self.size.height // 3))
+        self._update_subtitle()
+        self.refresh()
+
+    @property
+    def _text_width(self) -> int:
+        """Columns a line has on screen (the scrollbar's column left out)."""
+        return self.scrollable_content_region.width
+
+    def _resize_virtual(self) -> None:
+        width = 0 if self.wrap else self._width
+        self.virtual_size = Size(width, self.line_count)
 
     # ------------------------------------------------------------------ rows in
 
@@ -197,24 +214,35 @@ class LogView(ScrollView, can_focus=True):
         first_before = self.buffer.first_index
         start = self.buffer.appended
         self.buffer.extend(list(rows))
-        dropped = self.buffer.first_index - first_before
+        first = self.buffer.first_index
+        dropped = first - first_before
         widest = max(
             (cell_len(display_text(row.text)) for row in rows if isinstance(row, LogLine)),
             default=0,
         )
         self._width = max(self._width, widest)
+        kept = rows[max(0, first - start) :]
         if self.search is not None:
-            self.search.forget_before(self.buffer.first_index)
-            kept = rows[max(0, self.buffer.first_index - start) :]
-            self.search.scan(kept, max(start, self.buffer.first_index))
+            self.search.forget_before(first)
+            self.search.scan(kept, max(start, first))
+        if self.cursor is not None and self.cursor < first:
+            self.cursor = first
         for row in rows:
             if isinstance(row, EventRow):
                 self._note_event(row.event.kind)
-        self.virtual_size = Size(self._width, len(self.buffer))
+        new_lines = sum(isinstance(row, LogLine) for row in rows)
+        if self._lines is not None:
+            gone = bisect.bisect_left(self._lines, (first, 0))
+            del self._lines[:gone]
+            dropped = gone
+            added = self._lines_for(kept, max(start, first))
+            self._lines.extend(added)
+            new_lines = sum(isinstance(row, LogLine) and self._kept(row) for row in kept)
+        self._resize_virtual()
         if self.following:
             self._scroll_to_end()
         else:
-            self.new_since_pause += sum(isinstance(row, LogLine) for row in rows)
+            self.new_since_pause += new_lines
             if dropped:
                 # Keep the same rows on screen: they moved `dropped` places up.
                 y = max(0, self.scroll_target_y - dropped)
@@ -267,6 +295,10 @@ class LogView(ScrollView, can_focus=True):
     def _set_following(self) -> None:
         self.following = True
         self.new_since_pause = 0
+        if self.cursor is not None:
+            self.cursor = None
+            self._cache.clear()
+            self.refresh()
         self._update_subtitle()
 
     def pause(self) -> None:
@@ -291,7 +323,9 @@ class LogView(ScrollView, can_focus=True):
         self.set_class(not following, "-paused")
 
     def on_resize(self) -> None:
-        if self.following:
+        if self.wrap and self._text_width != self._wrap_width:
+            self._relayout()
+        elif self.following:
             self._scroll_to_end()
 
     def _scroll_to_end(self) -> None:
@@ -302,7 +336,7 @@ class LogView(ScrollView, can_focus=True):
             self._steering = False
 
     def _scroll_to_row(self, y: float) -> None:
-        """Put row ``y`` (an index into the buffer) at the top of the view."""
+        """Put view line ``y`` at the top of the view."""
         self._steering = True
         try:
             self.scroll_to(y=y, animate=False, immediate=True, force=True)
@@ -321,7 +355,7 @@ class LogView(ScrollView, can_focus=True):
         self.search = search
         self.search_term = term
         self._cache.clear()
-        bottom = self.buffer.first_index + int(self.scroll_offset.y) + self.size.height - 1
+        bottom = self._bottom_row()
         target = search.before(bottom + 1)
         if target is None:
             target = search.after(bottom)
@@ -332,68 +366,25 @@ class LogView(ScrollView, can_focus=True):
         self._update_subtitle()
         self.refresh()
 
+    def _top_row(self) -> int:
+        """The absolute row at the top of the view."""
+        if not self.line_count:
+            return self.buffer.first_index
+        return self._at(min(int(self.scroll_offset.y), self.line_count - 1))[0]
+
+    def _bottom_row(self) -> int:
+        """The absolute row at the bottom of the view."""
+        if not self.line_count:
+            return self.buffer.first_index
+        line = min(int(self.scroll_offset.y) + self.size.height - 1, self.line_count - 1)
+        return self._at(line)[0]
+
     def clear_search(self) -> None:
         self.search = None
         self.search_term = ""
         self._cache.clear()
         self._update_subtitle()
         self.refresh()
-
-    def action_next_match(self) -> None:
-        self._step(forward=True)
-
-    def action_previous_match(self) -> None:
-        self._step(forward=False)
-
-    def action_clear_search(self) -> None:
-        self.clear_search()
-
-    def action_follow(self) -> None:
-        self.follow()
-
-    def action_top(self) -> None:
-        self.pause()
-        self._scroll_to_row(0)
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("next_match", "previous_match", "clear_search"):
-            return self.search is not None
-        if action == "follow":
-            return None if self.following else True
-        return True
-
-    def _step(self, *, forward: bool) -> None:
-        search = self.search
-        if search is None:
-            return
-        first = self.buffer.first_index
-        top = first + int(self.scroll_offset.y)
-        if search.current is not None:
-            origin = search.current
-        else:
-            origin = top - 1 if forward else top + self.size.height
-        target = search.after(origin) if forward else search.before(origin)
-        if target is None:
-            where = "below" if forward else "above"
-            self.notify(f"no match for {search.term!r} {where}", timeout=2)
-            return
-        search.current = target
-        self._cache.clear()
-        self.pause()
-        if not self._row_visible(target):
-            self._jump(target)
-        self._update_subtitle()
-        self.refresh()
-
-    def _row_visible(self, absolute: int) -> bool:
-        top = self.buffer.first_index + int(self.scroll_offset.y)
-        return top <= absolute < top + self.size.height
-
-    def _jump(self, absolute: int) -> None:
-        """Put row ``absolute`` a third of the way down the view (and pause)."""
-        self.pause()
-        y = max(0, absolute - self.buffer.first_index - self.size.height // 3)
-        self._scroll_to_row(y)
 
     # ------------------------------------------------------------------ drawing
 
@@ -410,6 +401,8 @@ class LogView(ScrollView, can_focus=True):
             else:
                 found = f"{count} match" + ("es" if count != 1 else "")
             parts.append(f"/{printable(search.term)} ({found})")
+        if self.problems_only:
+            parts.append("warnings and errors only — e shows all")
         if self.stopped is not None:
             parts.append(f"not following: {printable(self.stopped)}")
         elif self.stale is not None:
@@ -431,16 +424,24 @@ class LogView(ScrollView, can_focus=True):
         index = scroll_y + y
         width = self.size.width
         base = self.rich_style
-        if index >= len(self.buffer):
+        if index >= self.line_count:
             return Strip.blank(width, base)
-        row = self.buffer[index]
+        absolute, piece = self._at(index)
+        row = self._row(absolute)
+        if absolute == self.cursor:
+            # The selected line: its own background under the text (a match keeps its own).
+            base = base + self.get_component_rich_style("log-view--cursor")
         if isinstance(row, EventRow):
-            return self._event_strip(row, width, base)
-        strip = self._line_strip(self.buffer.first_index + index, row, base)
+            return self._event_strip(row, width, base, selected=absolute == self.cursor)
+        strip = self._line_strip(absolute, row, base)
+        if self.wrap:
+            cut = max(1, self._wrap_width)
+            return strip.crop(piece * cut, (piece + 1) * cut).extend_cell_length(width, base)
         return strip.crop_extend(scroll_x, scroll_x + width, base)
 
     def _line_strip(self, absolute: int, line: LogLine, base: Style) -> Strip:
-        cached = self._cache.get(absolute)
+        """Row ``absolute`` drawn whole; kept unless it is the selected line."""
+        cached = self._cache.get(absolute) if absolute != self.cursor else None
         if cached is not None:
             return cached
         text = display_text(line.text)
@@ -467,10 +468,13 @@ class LogView(ScrollView, can_focus=True):
             cut = self.get_component_rich_style("log-view--cut")
             segments.append(Segment(tail, cut))
         strip = Strip(segments, cell_len(text) + cell_len(tail))
-        self._cache[absolute] = strip
+        if absolute != self.cursor:
+            self._cache[absolute] = strip
         return strip
 
-    def _event_strip(self, row: EventRow, width: int, base: Style) -> Strip:
+    def _event_strip(
+        self, row: EventRow, width: int, base: Style, *, selected: bool = False
+    ) -> Strip:
         kind = row.event.kind
         if kind is EventKind.ERROR:
             name = "log-view--event-error"
@@ -479,6 +483,9 @@ class LogView(ScrollView, can_focus=True):
         else:
             name = "log-view--event"
         style = self.get_component_rich_style(name)
-        words = f"{RULE * 2} {event_text(row)} "
+        if selected:
+            style += self.get_component_rich_style("log-view--cursor")
+        now = self.clock() if self.relative_times else None
+        words = f"{RULE * 2} {event_text(row, now)} "
         rule = RULE * max(2, width - cell_len(words))
         return Strip([Segment(words + rule, style)]).crop_extend(0, width, base)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import enum
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tui.core.launch.argv import Flag, FlagSet, coerce, frozen
 from tui.core.launch.reported import ReportedArgs, Unparsed, value_text
@@ -43,6 +43,8 @@ class FlagRow:
     actual: str | None
     reported: str | None
     status: FlagStatus
+    #: why a value that reads differently still matches (``SGLang runs NEXTN as EAGLE``)
+    note: str | None = None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -52,6 +54,7 @@ class FlagRow:
             "actual": self.actual,
             "reported": self.reported,
             "status": self.status.value,
+            "note": self.note,
         }
 
 
@@ -95,7 +98,8 @@ class LaunchDiff:
     extra: tuple[str, ...] = ()
     speculative_intended: str | None = None
     speculative_running: str | None = None
-    #: what the server runs under another name than asked, in words (``NEXTN runs as EAGLE``)
+    #: what the server runs under another name than asked, in words (``SGLang runs NEXTN
+    #: as EAGLE``): each row's ``note``, in row order
     notes: tuple[str, ...] = ()
 
     @property
@@ -173,6 +177,7 @@ def launch_diff(
                 status=status,
             )
         )
+    rows = [_with_alias(row, algorithms, engine) for row in rows]
     return LaunchDiff(
         intended=want,
         actual=have,
@@ -184,22 +189,21 @@ def launch_diff(
         extra=tuple(r.flag for r in rows if r.status is FlagStatus.EXTRA),
         speculative_intended=speculative(want, engine) if want else None,
         speculative_running=_speculative_running(have, reported, engine),
-        notes=_folds(rows, algorithms),
+        notes=tuple(r.note for r in rows if r.note is not None),
     )
 
 
-def _folds(rows: Sequence[FlagRow], algorithms: Mapping[str, str]) -> tuple[str, ...]:
-    """``NEXTN runs as EAGLE`` for each speculative algorithm asked for under one name and
-    reported under the name the server runs it as."""
-    notes = []
-    for row in rows:
-        if not row.dest.endswith("speculative_algorithm") or row.intended is None:
-            continue
-        asked = row.intended.upper()
-        runs = algorithms.get(asked)
-        if runs is not None and row.reported is not None and row.reported.upper() == runs:
-            notes.append(f"{row.intended} runs as {row.reported}")
-    return tuple(notes)
+def _with_alias(row: FlagRow, algorithms: Mapping[str, str], engine: str | None) -> FlagRow:
+    """``row`` with its note when it asks for a speculative algorithm under one name and
+    the server reports it under the name it runs it as (``SGLang runs NEXTN as EAGLE``):
+    the match is the engine's own aliasing, said as such, not a coincidence of values."""
+    if not row.dest.endswith("speculative_algorithm") or row.intended is None:
+        return row
+    runs = algorithms.get(row.intended.upper())
+    if runs is None or row.reported is None or row.reported.upper() != runs:
+        return row
+    who = spec(engine).title if engine is not None else "the server"
+    return replace(row, note=f"{who} runs {row.intended} as {row.reported}")
 
 
 @dataclass(frozen=True)

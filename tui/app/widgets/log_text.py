@@ -1,0 +1,108 @@
+"""What a log pane row looks like as text, and a search over the rows.
+
+:func:`display_text` is a log line as drawn (tabs expanded, no control
+characters), :func:`event_text` the words of an event row, :class:`Search` a
+term and the absolute row numbers of the lines that contain it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+from collections.abc import Iterable
+
+from tui.app.fleet_rows import short_age
+from tui.core.logcursor import EventKind, EventRow, LogLine, Row
+from tui.core.sanitize import clean_line, printable
+
+#: Event kinds drawn as warnings; errors get their own class; the rest are quiet.
+WARNING_EVENTS = frozenset(
+    {
+        EventKind.TRUNCATED,
+        EventKind.REPLACED,
+        EventKind.DELETED,
+        EventKind.MISSING,
+        EventKind.DISCONNECTED,
+        EventKind.WRITER_GONE,
+        EventKind.SHELL_CHATTER,
+    }
+)
+TAB_SIZE = 8
+RULE = "─"
+
+
+def display_text(text: str) -> str:
+    """What a log line looks like on screen: tabs expanded, and (defence in depth,
+    the core already did it) no control characters."""
+    if "\t" in text:
+        text = text.expandtabs(TAB_SIZE)
+    return text if text.isprintable() else clean_line(text)
+
+
+def event_text(row: EventRow, now: float | None = None) -> str:
+    """``log replaced: now inode 9012 … (09:22:05)`` — the words of a separator row; with
+    ``now``, its age instead of its clock time (``(3m ago)``)."""
+    at = row.event.observed_at
+    if now is None:
+        stamp = time.strftime("%H:%M:%S", time.localtime(at))
+    else:
+        stamp = f"{short_age(now - at)} ago"
+    return f"{printable(row.event.message)} ({stamp})"
+
+
+class Search:
+    """A search term and the absolute row numbers of the lines that contain it.
+
+    Smart case: the term matches case-insensitively unless it has a capital letter.
+    """
+
+    def __init__(self, term: str) -> None:
+        self.term = term
+        self.fold = term == term.lower()
+        self.needle = term.lower() if self.fold else term
+        #: Absolute row numbers of matching lines, ascending.
+        self.rows: list[int] = []
+        #: The match the user is on (an absolute row number), if any.
+        self.current: int | None = None
+
+    def matches(self, row: Row) -> bool:
+        if not isinstance(row, LogLine):
+            return False
+        text = display_text(row.text)
+        return self.needle in (text.lower() if self.fold else text)
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """Where the term occurs in (display) ``text``, as (start, end) pairs."""
+        haystack = text.lower() if self.fold else text
+        if len(haystack) != len(text):  # lower() changed lengths (e.g. "İ"): offsets would drift
+            haystack = text
+        spans, start, size = [], 0, len(self.needle)
+        while (found := haystack.find(self.needle, start)) >= 0:
+            spans.append((found, found + size))
+            start = found + size
+        return spans
+
+    def scan(self, rows: Iterable[Row], first: int) -> None:
+        """Record the matches among ``rows``, numbered from ``first``."""
+        self.rows.extend(first + i for i, row in enumerate(rows) if self.matches(row))
+
+    def forget_before(self, first: int) -> None:
+        """Drop matches in rows that left the buffer."""
+        del self.rows[: bisect.bisect_left(self.rows, first)]
+        if self.current is not None and self.current < first:
+            self.current = None
+
+    def after(self, index: int) -> int | None:
+        i = bisect.bisect_right(self.rows, index)
+        return self.rows[i] if i < len(self.rows) else None
+
+    def before(self, index: int) -> int | None:
+        i = bisect.bisect_left(self.rows, index)
+        return self.rows[i - 1] if i > 0 else None
+
+    def position(self) -> int | None:
+        """1-based number of the current match."""
+        if self.current is None:
+            return None
+        i = bisect.bisect_left(self.rows, self.current)
+        return i + 1 if i < len(self.rows) and self.rows[i] == self.current else None

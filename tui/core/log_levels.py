@@ -1,0 +1,30 @@
+"""Which log lines are warnings or errors: what the log pane's ``e`` filter keeps.
+
+Engines write their level as a word (SGLang and vLLM ``WARNING`` / ``ERROR``, TGI's
+``WARN``, llama.cpp's ``error:``) and a failing Python process writes a traceback
+whose lines name an exception. A line is a problem when it says one of those; a
+metric line (``Decode batch … #running-req: 3``) never does. The test is on words,
+not on an engine's format, so a line of any engine (or a wrapper script's) is kept
+the same way.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: Level words and the words of a failure, as whole words. ``error`` and ``warning``
+#: in lower case only before a colon (``error: model not found``), so a counter such
+#: as ``errors=0`` or ``error_rate`` is not taken for one.
+PROBLEM = re.compile(
+    r"\b(?:WARN(?:ING)?|ERROR|CRITICAL|FATAL|PANIC)\b"
+    r"|\b(?:[Ww]arning|[Ee]rror|[Ff]atal):"
+    r"|Traceback \(most recent call last\)"
+    r"|\b[A-Z]\w*(?:Error|Exception)\b"
+    r"|\b(?:out of memory|Out of memory|Segmentation fault|Killed|core dumped)\b"
+    r"|\bfailed\b|\bFailed\b"
+)
+
+
+def is_problem(text: str) -> bool:
+    """Whether the log line ``text`` is a warning or an error."""
+    return PROBLEM.search(text) is not None
