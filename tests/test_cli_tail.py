@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 import time
@@ -149,10 +150,9 @@ def test_tail_on_a_stale_service_says_who_writes_what_and_how_to_follow_it(
         assert said.startswith(f"babysit: here/qwen: STALE — pid {server.pid} "), said
         assert f"writes {log} (deleted, inode " in said
         assert "and nothing writes it" in said
-        assert (
-            f"to follow what pid {server.pid} writes: babysit tail here/qwen --pid {server.pid}"
-            in said
-        )
+        # the command to type, as babysit was run (python -m tui here): it works as printed
+        follow = shlex.join(babysit("tail", "here/qwen", "--pid", str(server.pid)))
+        assert f"to follow what pid {server.pid} writes: {follow}" in said
 
         as_json = subprocess.run(
             babysit("tail", "here/qwen", "--json", "--config", str(config)),

@@ -14,6 +14,7 @@ import fcntl
 import json
 import os
 import pty
+import shlex
 import shutil
 import signal
 import struct
@@ -104,19 +105,87 @@ def status(config: Path, env: dict[str, str]) -> dict[str, str]:
 # --------------------------------------------------------------------------- --keep / --stop
 
 
+def printed(text: str, heading: str) -> list[str]:
+    """The command lines under ``heading`` in the text ``--keep`` prints (up to a blank)."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(heading)) + 1
+    block = []
+    for line in lines[start:]:
+        if not line.strip():
+            break
+        block.append(line.strip())
+    return block
+
+
+def typed(line: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess:
+    """``line`` as a user types it in a shell: the printed text as it is, from another
+    folder, with nothing of babysit's on PATH nor in PYTHONPATH."""
+    clean = {k: v for k, v in env.items() if k != "PYTHONPATH"}
+    clean["PATH"] = "/usr/bin:/bin"
+    return subprocess.run(
+        ["/bin/sh", "-c", line],
+        cwd="/",
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def try_the_printed_commands(text: str, folder: Path, config: Path, env: dict[str, str]) -> None:
+    """Every command ``--keep`` prints to ask the fleet works as printed, in a shell
+    without babysit on PATH; the CLI sees the simulated GPUs and the seeded history."""
+    status_line, tail_line, relaunch_line, canary_line = printed(text, "Ask it")
+    launcher = shlex.split(status_line)[0]
+    assert launcher == str(folder / "babysit")
+
+    said = typed(status_line, env)
+    assert said.returncode == 2, said.stderr  # some dead, stale or wedged
+    for name in EXPECTED:
+        assert f"lab/{name}" in said.stdout
+    # the screen's GPUs: the demo's nvidia-smi stand-in answers the CLI too
+    assert "orphans: 2 orphans hold" in said.stdout
+    shown = said.stdout.split("lab/qwen-mtp", 1)[1].split("\nlab/", 1)[0]
+    assert "gpus: gpu0 " in shown and " W / 700 W · util " in shown, shown
+    as_json = typed(f"{status_line} --json", env)
+    services = {s["service"]: s for s in json.loads(as_json.stdout)["services"]}
+    readings = services["qwen-mtp"]["gpus"]["gpus"]
+    assert [gpu["index"] for gpu in readings] == [0]
+    assert readings[0]["power_draw"] > 0 and readings[0]["memory_used"] > 0
+    # and the run history the demo seeded: the slow story's ETA
+    assert services["gpu8-slow"]["ready"]["eta"] is not None
+
+    tailed = typed(tail_line, env)
+    assert tailed.returncode == 0, tailed.stderr
+    follow = tailed.stderr.split("to follow what pid ")[1].split(": ", 1)[1].strip()
+    assert shlex.split(follow)[0] == launcher
+    followed = typed(f"{follow} -n 1", env)
+    assert followed.returncode == 0, followed.stderr
+    assert followed.stdout.strip()  # a line of what the writer writes
+
+    # the run that ran out of memory comes up when relaunched (launch: has the fix); that
+    # run is babysit's, not the demo's, and `--stop` ends it too
+    relaunched = typed(relaunch_line, env)
+    assert relaunched.returncode == 0, relaunched.stderr
+    assert status(config, env)["gpu4-oom"] == "live"
+
+    canaried = typed(canary_line, env)
+    assert canaried.returncode == 2, canaried.stderr  # the wedged one never answers
+    assert "timed out" in canaried.stdout
+
+
 @pytest.mark.slow
 def test_keep_shows_every_verdict_and_stop_leaves_nothing(demo_env: dict[str, str]) -> None:
     kept = babysit("demo", "--keep", env=demo_env, timeout=60)
     assert kept.returncode == 0, kept.stderr
     config = Path(
-        next(line.split()[-1] for line in kept.stdout.splitlines() if "hosts.yaml" in line)
+        next(line.split()[-1] for line in kept.stdout.splitlines() if "hosts.yaml  " in line)
     )
     assert config.is_file()
     folder = config.parent
     processes = recorded(folder)
     assert {p["name"] for p in processes} == {*EXPECTED, "load"}
-    assert "babysit status --config" in kept.stdout
-    assert "babysit demo --stop" in kept.stdout
 
     seen: dict[str, str] = {}
 
@@ -134,15 +203,10 @@ def test_keep_shows_every_verdict_and_stop_leaves_nothing(demo_env: dict[str, st
     size = log.stat().st_size
     wait_for(lambda: log.stat().st_size > size, 10, "qwen-mtp's log to grow under load")
 
-    # the run that ran out of memory comes up when relaunched (launch: has the fix); that
-    # run is babysit's, not the demo's, and `--stop` ends it too
-    relaunched = babysit(
-        "relaunch", "lab/gpu4-oom", "--wait", "--config", str(config), env=demo_env
-    )
-    assert relaunched.returncode == 0, relaunched.stderr
-    assert status(config, demo_env)["gpu4-oom"] == "live"
+    try_the_printed_commands(kept.stdout, folder, config, demo_env)
 
-    stopped = babysit("demo", "--stop", env=demo_env)
+    (stop_line,) = printed(kept.stdout, "Stop it")
+    stopped = typed(stop_line, demo_env)
     assert stopped.returncode == 0, stopped.stderr
     assert f"stopped the fleet in {folder}" in stopped.stdout
     assert leftovers(folder, processes) == []
@@ -234,6 +298,8 @@ def test_tui_leaves_nothing_behind(
     else:
         terminal.proc.send_signal(getattr(signal, how))
     assert terminal.proc.wait(20) == code
+    if how == "q":  # and says how to keep the fleet for the command line, as babysit runs
+        terminal.wait_for(f"the same servers: {shlex.join(BABYSIT)} demo --keep".encode())
     assert leftovers(folder, processes) == []
     assert not folder.exists()
     assert list(Path(demo_env["BABYSIT_DEMO_STATE"]).iterdir()) == []
@@ -275,5 +341,51 @@ def test_a_crash_in_the_tui_still_stops_the_fleet(
     assert {s: signal.getsignal(s) for s in demo.STOP_SIGNALS} == handlers
     ((folder, processes),) = seen
     assert len(processes) == len(STORIES) + 1
+    assert leftovers(folder, processes) == []
+    assert not folder.exists()
+
+
+#: A demo whose TUI hangs once told to end (as Textual can, writing to a terminal that
+#: went away): its event loop blocks, so the app's exit never runs.
+HANGING = """
+import asyncio, sys, time
+from tui.commands import demo
+
+class App:
+    def exit(self, return_code=0):
+        pass
+
+def hanging(fleet, stopper):
+    async def main():
+        stopper.app = App()
+        print(fleet.folder, flush=True)
+        while True:
+            time.sleep(0.1)  # the loop never gets to run the exit
+    asyncio.run(main())
+
+sys.exit(demo.watch(runner=hanging, stopper=demo.SignalStop(stuck_after=float(sys.argv[1]))))
+"""
+
+
+@pytest.mark.integration
+def test_a_tui_that_hangs_when_told_to_end_still_stops_the_fleet(
+    demo_env: dict[str, str],
+) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HANGING, "1.0"],
+        env=demo_env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        folder = Path(proc.stdout.readline().strip())
+        _, processes = running_fleet(demo_env)
+        proc.send_signal(signal.SIGHUP)
+        assert proc.wait(30) == 128 + signal.SIGHUP
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
     assert leftovers(folder, processes) == []
     assert not folder.exists()

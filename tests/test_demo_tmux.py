@@ -17,10 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_demo import BABYSIT, demo_env, leftovers, running_fleet, wait_for
+from test_demo import BABYSIT, babysit, demo_env, leftovers, printed, running_fleet, typed, wait_for
 
 pytestmark = [
-    pytest.mark.integration,
     pytest.mark.skipif(
         shutil.which("tmux") is None,
         reason="tmux is not installed (Debian: apt-get install tmux); this test drives a real one",
@@ -89,18 +88,45 @@ def tmux(demo_env: dict[str, str], tmp_path: Path) -> Iterator[Tmux]:
         server.kill()
 
 
+@pytest.mark.integration
 def test_demo_in_tmux(tmux: Tmux, demo_env: dict[str, str]) -> None:
     folder, processes = running_fleet(demo_env)
 
-    tmux.wait_for_text("● LIVE")
-    # The whole first screen, footer included (a busy machine paints it in parts).
-    screen = tmux.wait_for_text("q quit")
+    # The fleet view first, one row per service; the whole screen, footer included (a
+    # busy machine paints it in parts).
+    tmux.wait_for_text("q quit")
+    screen = tmux.wait_for_text("babysit · demo · 1 host · 10 services")
     lines = screen.rstrip("\n").splitlines()
-    assert lines[0].startswith("babysit · lab (local) · qwen-mtp")
-    assert "ready" in screen
-    assert f"{folder}/logs/qwen-mtp.log" in screen
+    assert lines[0].lstrip().startswith("babysit · demo · 1 host · 10 services")
     assert "q quit" in lines[-1]
-    assert "/ search" in lines[-1]
+    wait_for(
+        lambda: any(
+            "lab/qwen-mtp" in line and "LIVE" in line for line in tmux.screen().splitlines()
+        ),
+        20,
+        "qwen-mtp's row LIVE",
+        step=0.1,
+    )
+
+    # / filters the rows; Enter opens the one left: its host screen
+    tmux.keys("/")
+    tmux.wait_for_text("show rows whose name")
+    tmux.keys("-l", "qwen-mtp")
+    tmux.keys("Enter")  # the filter is set, the table has the keys again
+    tmux.wait_for_text("1 shown for 'qwen-mtp'")
+
+    def opened() -> bool:
+        # Enter again until the table has the focus back (a busy machine moves it late;
+        # an Enter the filter gets only sets it again)
+        if "babysit · lab (local) · qwen-mtp" in tmux.screen():
+            return True
+        tmux.keys("Enter")
+        return False
+
+    wait_for(opened, 20, "qwen-mtp's host screen", step=0.5)
+    tmux.wait_for_text("ready")
+    screen = tmux.wait_for_text("/ search")
+    assert f"{folder}/logs/qwen-mtp.log" in screen
 
     tmux.keys("/")
     tmux.wait_for_text("find in the log")
@@ -110,8 +136,48 @@ def test_demo_in_tmux(tmux: Tmux, demo_env: dict[str, str]) -> None:
     assert "no matches" not in screen
     assert "fired up and ready to roll" in screen
 
+    # Esc clears the search, then comes back to the fleet, still filtered to the row
+    tmux.keys("Escape")
+    wait_for(lambda: "/fired up (" not in tmux.screen(), 10, "the search cleared", step=0.1)
+    tmux.keys("Escape")
+    screen = tmux.wait_for_text("babysit · demo")
+    assert "lab/qwen-mtp" in screen and "lab/gpu2-dead" not in screen
+
     tmux.keys("q")
     screen = tmux.wait_for_text("exited with", timeout=15)
     assert "exited with 0" in screen
     assert leftovers(folder, processes) == []
     assert not Path(folder).exists()
+
+
+@pytest.mark.slow
+def test_a_kept_fleets_watch_commands_open_as_printed(
+    demo_env: dict[str, str], tmp_path: Path
+) -> None:
+    """`demo --keep` prints two commands to watch the fleet: each, typed as printed in a
+    shell without babysit on PATH, opens the screen it says (the fleet view, then one
+    service's host screen, whose Esc shows the fleet)."""
+    kept = babysit("demo", "--keep", env=demo_env, timeout=60)
+    assert kept.returncode == 0, kept.stderr
+    fleet_line, service_line = printed(kept.stdout, "Watch it")
+    env = {k: v for k, v in demo_env.items() if k != "PYTHONPATH"}
+    env["PATH"] = "/usr/bin:/bin"
+    for line, first in (
+        (fleet_line, "babysit · all hosts · 1 host · 10 services"),
+        (service_line, "babysit · lab (local) · qwen-mtp"),
+    ):
+        server = Tmux(shlex.split(line), env, tmp_path / f"tmux-{len(first)}.sock")
+        try:
+            server.wait_for_text(first)
+            if line == service_line:
+                server.wait_for_text("q quit")
+                server.keys("Escape")
+                server.wait_for_text("babysit · lab · 1 host · 10 services")
+            server.keys("q")
+            assert "exited with 0" in server.wait_for_text("exited with", timeout=15)
+        finally:
+            server.kill()
+    (stop_line,) = printed(kept.stdout, "Stop it")
+    stopped = typed(stop_line, demo_env)
+    assert stopped.returncode == 0, stopped.stderr
+    assert "stopped the fleet" in stopped.stdout

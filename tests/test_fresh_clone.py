@@ -92,6 +92,10 @@ def test_a_fresh_clone_without_a_user_config_contacts_nothing_and_says_how_to_ma
     assert "no hosts.yaml found" in result.stderr
     example = clone / "hosts.example.yaml"
     assert f"cp {example} ~/.config/babysit/hosts.yaml" in result.stderr
+    # the demo, named as this babysit runs (python -m tui here)
+    assert result.stderr.rstrip().endswith(
+        f"watch simulated servers on this machine: {sys.executable} -m tui demo"
+    )
     assert "Traceback" not in result.stderr
     if "--json" in args:
         assert json.loads(result.stdout)["ok"] is False
@@ -104,6 +108,9 @@ def test_babysit_alone_in_a_fresh_clone_prints_help_and_contacts_nothing(
     assert calls == "", f"babysit reached for the network:\n{calls}"
     assert result.returncode == 0, result.stderr
     assert "usage: babysit" in result.stdout
+    assert result.stdout.rstrip().endswith(
+        f"to watch simulated servers first: {sys.executable} -m tui demo"
+    )
 
 
 def test_the_example_is_read_when_the_user_names_it(clone: Path, tmp_path: Path) -> None:

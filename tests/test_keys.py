@@ -236,8 +236,7 @@ async def test_a_greyed_out_kill_says_why_when_pressed() -> None:
         await pilot.pause()
         assert any("no search yet: / searches the log" in words for words in said(app))
         before = len(said(app))
-        await pilot.press("escape")  # nothing to clear, nowhere to go back to: quiet
-        await pilot.press("y")  # a positive fact after it: the copy is said
+        await pilot.press("y")  # a positive fact: the copy is said
         await until(lambda: len(said(app)) > before, "the copy said", pilot=pilot)
         assert said(app)[before:] == [said(app)[-1]] and "copied" in said(app)[-1]
         before = len(said(app))
@@ -246,6 +245,14 @@ async def test_a_greyed_out_kill_says_why_when_pressed() -> None:
         await pilot.press("y")
         await until(lambda: len(said(app)) > before, "the copy said", pilot=pilot)
         assert said(app)[before:] == [said(app)[-1]] and "copied" in said(app)[-1]
+        # Esc clears the search; then, with nothing to clear, it shows the fleet of this
+        # host (the screen was opened directly), quietly
+        await pilot.press("escape")
+        await until(lambda: log_of(app).search is None, "the search cleared", pilot=pilot)
+        before = len(said(app))
+        await pilot.press("escape")
+        await until(lambda: isinstance(app.screen, FleetScreen), "the host's fleet", pilot=pilot)
+        assert len(said(app)) == before
 
 
 @pytest.mark.integration

@@ -188,7 +188,7 @@ def test_the_orphans_hint_names_each_pid_its_memory_gpu_command_and_start() -> N
     assert report.hints[0] is hint  # blocking: first
     assert "2 processes (10, 11) hold 30,512 MiB on this service's GPUs" in hint.message
     assert (
-        "k offers to kill them; babysit relaunch refuses while they hold the GPUs" in hint.message
+        "K offers to kill them; babysit relaunch refuses while they hold the GPUs" in hint.message
     )
     first, second = hint.evidence
     assert first.startswith("pid 10 (user root) holds 30,000 MiB on GPU 0, started 16:56:40")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -103,7 +104,9 @@ def test_orphans_are_shown_block_a_relaunch_and_are_killed(
         refused = babysit(hosts, "relaunch", "h/qwen")
         assert refused.returncode == 2, refused.stderr
         assert f"pid {pids[0]} (" in refused.stderr and "VLLM::Worker_TP1" in refused.stderr
-        assert "babysit kill h/qwen --orphans" in refused.stderr
+        # the command to free them, as babysit was run (python -m tui): it works as printed
+        free = shlex.join([sys.executable, "-m", "tui", "kill", "h/qwen", "--orphans"])
+        assert free in refused.stderr
         assert "babysit run=" not in sim.log_path.read_text()  # nothing was launched
 
         killed = babysit(hosts, "kill", "h/qwen", "--orphans", "--json")

@@ -146,7 +146,7 @@ def test_relaunch_refuses_while_orphans_hold_the_services_gpus_and_names_them() 
     said = refused.value.message
     assert said.startswith("kpro5/qwen: orphans pid 4242 (19.1 GiB on GPU 0, VLLM::Worker_TP0)")
     assert "pid 4243 (memory unknown on GPU 1, VLLM::Worker_TP1)" in said
-    assert "babysit kill kpro5/qwen --orphans" in said and "or k on the host screen" in said
+    assert "babysit kill kpro5/qwen --orphans" in said and "or K on the host screen" in said
     assert refused.value.exit_status == 2
     check_preconditions(service(), dead(), {}, replacing=False)  # none: no refusal
 

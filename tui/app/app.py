@@ -7,9 +7,12 @@ seams (fixed rows, fixed answers, fixed actions) and ``clock`` to freeze the
 header's time. ``read_only`` offers no action that changes the host.
 
 With a :class:`Fleet` the app opens the :class:`FleetScreen`; ``Enter`` on a row
-pushes that service's host screen, and ``Esc`` pops back. Both are views of the
-same sessions: a fleet row renders its service's report as of its host's last
-answer, the host screen the same session's report as of now.
+pushes that service's host screen, and ``Esc`` pops back. A host screen opened
+directly (``babysit HOST SERVICE``) has no fleet under it: its ``Esc`` makes one
+of that host's services and switches to it, and from then on the app works as if
+it had opened that fleet first. Both are views of the same sessions: a fleet row
+renders its service's report as of its host's last answer, the host screen the
+same session's report as of now.
 """
 
 from __future__ import annotations
@@ -141,7 +144,8 @@ class BabysitApp(App[int]):
         clock: Callable[[], float] = time.time,
     ) -> None:
         super().__init__()
-        #: The hosts and services of the fleet view, or None for one host screen.
+        #: The hosts and services of the fleet view; None for a host screen opened
+        #: directly, until its Esc makes the fleet of its host.
         self.fleet = view if isinstance(view, Fleet) else None
         if isinstance(view, Fleet):
             self.host, services = view.targets[0]
@@ -155,7 +159,7 @@ class BabysitApp(App[int]):
 
     def on_mount(self) -> None:
         if self.fleet is not None:
-            self.push_screen(FleetScreen(self.fleet, self.sessions, clock=self.clock))
+            self.push_screen(self._fleet_screen(self.fleet))
         else:
             self.push_screen(self._host_screen())
 
@@ -166,7 +170,7 @@ class BabysitApp(App[int]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "back":
-            return self.fleet is not None and isinstance(self.screen, HostScreen)
+            return isinstance(self.screen, HostScreen)
         if action == "switch_service":
             return isinstance(self.screen, HostScreen) and len(self.host.services) > 1
         return True
@@ -181,9 +185,24 @@ class BabysitApp(App[int]):
         self.service = self.host.services[name]
         self.switch_screen(self._host_screen())
 
-    def action_back(self) -> None:
-        if self.fleet is not None and isinstance(self.screen, HostScreen):
+    async def action_back(self) -> None:
+        """From a host screen to the fleet: the one under it, or (opened directly) the
+        fleet of its host's services, which takes the host screen's place with its row
+        selected."""
+        if not isinstance(self.screen, HostScreen):
+            return
+        if self.fleet is not None:
             self.pop_screen()
+            return
+        self.fleet = Fleet.of([(self.host, list(self.host.services.values()))], self.host.name)
+        fleet = self._fleet_screen(self.fleet)
+        await self.switch_screen(fleet)
+        table, label = fleet.table, self.service.label
+        if label in table.keys:
+            table.action_move_to(table.keys.index(label))
+
+    def _fleet_screen(self, fleet: Fleet) -> FleetScreen:
+        return FleetScreen(fleet, self.sessions, clock=self.clock)
 
     def running_action(self) -> str | None:
         """What a host screen is doing to its host now (``kill on gpu2/qwen``), or None.

@@ -1,11 +1,14 @@
 """`babysit demo`: a local fleet of simulated servers that shows every trap, and the TUI on it.
 
 ``babysit demo`` starts the fleet (:mod:`tui.demo.fleet`) in a temporary folder
-and opens the host screen on its first service at once (the banner says
-STARTING until that server is ready). When the TUI ends — ``q``, SIGINT,
-SIGTERM, SIGHUP or a crash — every process the demo started is stopped and the
-folder removed. ``--keep`` leaves the fleet running for the CLI verbs and
-prints its hosts.yaml; ``--stop`` ends kept fleets (and any a dead babysit left).
+and opens the fleet view on it at once (its rows say STARTING until the servers
+are ready); Enter opens a service's host screen, Esc comes back. When the TUI
+ends — ``q``, SIGINT, SIGTERM, SIGHUP or a crash — every process the demo
+started is stopped and the folder removed. ``--keep`` leaves the fleet running
+for the CLI verbs and prints the commands to try on it, each one working as
+printed: the fleet's launcher runs this babysit with the fleet's hosts.yaml,
+state and nvidia-smi stand-in, so ``status`` sees the simulated GPUs as the
+screen does. ``--stop`` ends kept fleets (and any a dead babysit left).
 
 Exit status: 0, or 128+N after signal N; 1 if the fleet could not be started.
 """
@@ -17,6 +20,7 @@ import asyncio
 import contextlib
 import functools
 import os
+import shlex
 import signal
 import sys
 import threading
@@ -27,6 +31,7 @@ from typing import TYPE_CHECKING
 from tui.demo.fleet import HOST, Fleet, tui_environment
 from tui.demo.fleetstate import stop_kept
 from tui.demo.stories import STORIES
+from tui.invocation import command
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -34,7 +39,10 @@ if TYPE_CHECKING:
 #: Signals that end the demo's TUI gracefully (so the fleet is stopped).
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
-#: Opens the TUI on the fleet's first service and returns its exit status; tests replace it.
+#: The fleet view's title (its header reads ``babysit · demo · 1 host · 10 services · …``).
+TITLE = "demo"
+
+#: Opens the TUI on the fleet and returns its exit status; tests replace it.
 AppRunner = Callable[[Fleet, "SignalStop"], int]
 
 
@@ -55,7 +63,12 @@ def run(args: argparse.Namespace) -> int:
         return stop()
     if args.keep:
         return keep()
-    return watch()
+    # named before the demo's own babysit names its fleet's launcher, gone once it ends
+    keep_it = command("demo", "--keep")
+    status = watch()
+    if status == 0:
+        print(f"babysit demo: stopped. To try the command line on the same servers: {keep_it}")
+    return status
 
 
 # --------------------------------------------------------------------------- signals
@@ -69,14 +82,39 @@ class Stopped(BaseException):
         self.signum = signum
 
 
+#: Seconds a TUI told to end by a signal gets before the fleet is stopped without it (a
+#: TUI whose terminal went away can hang in its own shutdown, writing to that terminal).
+STUCK_AFTER = 10.0
+
+
 class SignalStop:
     """While installed, SIGTERM/SIGINT/SIGHUP end the running TUI (``app.exit``) or, with
     no TUI running, raise :class:`Stopped`; either way the caller's ``finally`` stops the
-    fleet. :meth:`ignore` then keeps further signals from interrupting that cleanup."""
+    fleet. :meth:`ignore` then keeps further signals from interrupting that cleanup.
 
-    def __init__(self) -> None:
+    A TUI that has not ended :data:`STUCK_AFTER` seconds after the signal is given up on:
+    ``on_stuck(signum)`` runs in a thread of its own (it stops the fleet and exits), unless
+    :meth:`disarm` was called first."""
+
+    def __init__(self, stuck_after: float = STUCK_AFTER) -> None:
         self.app: App[int] | None = None
+        self.on_stuck: Callable[[int], None] | None = None
+        self.stuck_after = stuck_after
+        self._timer: threading.Timer | None = None
         self._previous: dict[int, object] = {}
+
+    def _arm(self, signum: int) -> None:
+        if self._timer is None and self.on_stuck is not None:
+            self._timer = threading.Timer(self.stuck_after, self.on_stuck, (signum,))
+            self._timer.name = "demo stop watchdog"
+            self._timer.daemon = True
+            self._timer.start()
+
+    def disarm(self) -> None:
+        """The TUI ended: the fleet is stopped the ordinary way."""
+        self.on_stuck = None
+        if self._timer is not None:
+            self._timer.cancel()
 
     def _handle(self, signum: int, _frame: FrameType | None) -> None:
         app = self.app
@@ -87,6 +125,7 @@ class SignalStop:
         if app is not None and loop is not None:
             # runs in the main thread, between two steps of the app's own loop
             loop.call_soon_threadsafe(functools.partial(app.exit, return_code=128 + signum))
+            self._arm(signum)
             return
         raise Stopped(signum)
 
@@ -110,13 +149,16 @@ class SignalStop:
 
 
 def open_app(fleet: Fleet, stopper: SignalStop) -> int:
-    """The host screen on the fleet's first service, as ``babysit lab qwen-mtp`` opens it."""
-    from tui.app.app import make_app
+    """The fleet view of every service, as ``babysit`` alone opens it with a hosts.yaml:
+    Enter opens a service's host screen, Esc comes back."""
+    from tui.app.app import BabysitApp
+    from tui.app.fleet_rows import Fleet as FleetView
+    from tui.commands.status import select
     from tui.hostsfile import parse_config_file
 
     config = parse_config_file(fleet.hosts_yaml)
     os.environ.update(tui_environment(fleet))
-    app = make_app(config, [f"{HOST}/{STORIES[0].name}"])
+    app = BabysitApp(FleetView.of(select(config, []), TITLE))
     stopper.app = app
     try:
         app.run()
@@ -125,15 +167,23 @@ def open_app(fleet: Fleet, stopper: SignalStop) -> int:
     return app.return_code or 0
 
 
-def watch(runner: AppRunner = open_app) -> int:
-    """Start a fleet, run the TUI on it, and stop the fleet however the TUI ends."""
-    stopper = SignalStop()
+def watch(runner: AppRunner = open_app, stopper: SignalStop | None = None) -> int:
+    """Start a fleet, run the TUI on it, and stop the fleet however the TUI ends (also
+    when, told to end by a signal, it hangs: then the fleet is stopped and babysit exits)."""
+    stopper = stopper if stopper is not None else SignalStop()
     stop_staging = threading.Event()
     stager: threading.Thread | None = None
     fleet: Fleet | None = None
+
+    def stuck(signum: int) -> None:
+        if fleet is not None:
+            fleet.stop()
+        os._exit(128 + signum)
+
     with stopper.installed():
         try:
             fleet = Fleet.create()
+            stopper.on_stuck = stuck
             fleet.start(die_with_parent=True)
             stager = threading.Thread(
                 target=fleet.stage, args=(stop_staging,), name="demo stager", daemon=True
@@ -144,6 +194,7 @@ def watch(runner: AppRunner = open_app) -> int:
             return 128 + stopped.signum
         finally:
             stopper.ignore()
+            stopper.disarm()
             stop_staging.set()
             if stager is not None:
                 stager.join(timeout=5.0)
@@ -176,7 +227,9 @@ def keep() -> int:
 
 
 def keep_text(fleet: Fleet, settled: bool) -> str:
-    config = fleet.hosts_yaml
+    """What a kept fleet is and the commands to try on it, each working as printed, in
+    any shell: they run the fleet's launcher (:func:`~tui.demo.fleet.write_launcher`)."""
+    run = shlex.quote(str(fleet.launcher))
     first = STORIES[0].name
     # the story whose first run fails while loading: its relaunch shows a failed start
     oom = next(story.name for story in STORIES if story.first_scenario is not None)
@@ -185,21 +238,27 @@ def keep_text(fleet: Fleet, settled: bool) -> str:
         f"babysit demo: {len(fleet.members)} simulated servers run on this machine "
         f"(host {HOST!r}), kept running.",
         "",
-        f"  hosts.yaml  {config}",
+        f"  babysit     {fleet.launcher}",
+        "              this babysit, with the fleet's hosts.yaml, state folders and",
+        "              nvidia-smi stand-in (the simulated GPUs)",
+        f"  hosts.yaml  {fleet.hosts_yaml}",
         f"  logs        {fleet.folder / 'logs'}",
         "",
         "Services:",
         *(f"  {HOST}/{m.story.name:<11} {m.story.comment}" for m in fleet.members),
         "",
-        "Try:",
-        f"  babysit status --config {config}",
-        f"  babysit {HOST} {first} --config {config}",
-        f"  babysit tail {HOST}/gpu3-stale --config {config}",
-        f"  babysit relaunch {HOST}/{oom} --wait --config {config}",
-        f"  babysit canary {HOST}/{wedged} --config {config}",
+        "Watch it (the fleet view: Enter opens a service, Esc comes back; or one service):",
+        f"  {run}",
+        f"  {run} {HOST} {first}",
+        "",
+        "Ask it from the command line (each line works as it is, in any shell):",
+        f"  {run} status",
+        f"  {run} tail {HOST}/gpu3-stale",
+        f"  {run} relaunch {HOST}/{oom} --wait",
+        f"  {run} canary {HOST}/{wedged}",
         "",
         "Stop it (and everything it started) with:",
-        "  babysit demo --stop",
+        f"  {run} demo --stop",
     ]
     if not settled:
         lines.insert(1, "(some servers were still loading; give them a few seconds)")

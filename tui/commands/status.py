@@ -104,8 +104,9 @@ def render(reports: Sequence[ServiceReport]) -> str:
     """One line per service (its badge, ``● LIVE ⚠ 2`` for a LIVE run with hints, and
     why: a DEAD, STALE or failed STARTING run's cause, then its summary; a WEDGED summary
     begins with since when and the cause); under it, where a run that is not ready is in
-    its startup, a WEDGED run's evidence, the orphans on the service's GPUs (each one on a
-    line of its own), the run's last canary, and its hints."""
+    its startup, a WEDGED run's evidence, the service's GPUs (as the screen's metrics say
+    them), the orphans on them (each one on a line of its own), the run's last canary,
+    and its hints."""
     if not reports:
         return "no services in hosts.yaml\n"
     width = max(len(f"{r.assessment.host}/{r.assessment.service}") for r in reports)
@@ -123,6 +124,8 @@ def render(reports: Sequence[ServiceReport]) -> str:
             lines.append(f"{under}startup: {startup_line(startup, words, began=True)}")
         if a.verdict is Verdict.WEDGED and a.wedged is not None:  # its summary says since
             lines.extend(f"{under}evidence: {printable(item)}" for item in a.wedged.evidence)
+        if report.gpus is not None and report.gpus.gpus:  # as the screen's metrics say them
+            lines.append(f"{under}gpus: {'; '.join(g.words for g in report.gpus.gpus)}")
         orphans = report.gpus.orphans if report.gpus is not None else ()
         if orphans:
             lines.append(f"{under}orphans: {orphans_words(orphans)}")

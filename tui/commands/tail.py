@@ -22,7 +22,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import shlex
 import sys
 import time
 from typing import TYPE_CHECKING, TextIO
@@ -37,6 +36,7 @@ from tui.core.sanitize import printable
 from tui.core.verdicts import Verdict
 from tui.errors import BabysitError
 from tui.hostsfile import load_config
+from tui.invocation import command
 
 if TYPE_CHECKING:
     from tui.session.service import ServiceSession
@@ -137,7 +137,7 @@ def writer_note(a: Assessment, service: Service) -> EventRow | None:
     pid = a.writer_pid or (a.run.root.pid if a.run else None)
     message = f"{a.line}; shown here: the file now at the path"
     if pid is not None:
-        follow = shlex.join(["babysit", "tail", service.label, "--pid", str(pid)])
+        follow = command("tail", service.label, "--pid", str(pid))
         message += f"; to follow what pid {pid} writes: {follow}"
     data: dict[str, object] = {"verdict": a.verdict.word, "pid": pid}
     if a.writer_file is not None:

@@ -24,6 +24,7 @@ from tui.cli import VERBS, add_config_option
 from tui.config import Config, Host, Service
 from tui.errors import ConfigError, UsageError
 from tui.hostsfile import CONFIG_ENV, find_config, load_config
+from tui.invocation import command
 
 if TYPE_CHECKING:  # the fleet screen loads textual; `babysit --help` must not
     from tui.app.fleet_rows import Fleet
@@ -42,8 +43,9 @@ how the words are read:
   babysit kpro5 b200        the fleet view of both hosts: the second word is a host
   babysit gpu-nodes         the fleet view of the group gpu-nodes (groups: in hosts.yaml)
 
-In the fleet view Enter opens the selected service's host screen, where k kill,
+In the fleet view Enter opens the selected service's host screen, where K kill,
 r relaunch and R replace work with their usual guards; Esc comes back. / filters.
+On a host screen opened directly, Esc shows the fleet view of that host's services.
 """
 
 
@@ -81,7 +83,7 @@ def resolve(config: Config, host_name: str, service_name: str | None) -> tuple[H
     if host_name in config.groups:
         raise UsageError(
             f"{host_name!r} is a group in {config.path}: a group takes no SERVICE "
-            f"(babysit {host_name} opens the fleet view of its hosts)"
+            f"({command(host_name)} opens the fleet view of its hosts)"
         )
     host, service = config.service(f"{host_name}/{service_name}" if service_name else host_name)
     if service is None:
@@ -155,5 +157,6 @@ def run_bare(print_help: Callable[[], object]) -> int:
         if os.environ.get(CONFIG_ENV):
             raise
         print_help()
+        print(f"\nno hosts.yaml found; to watch simulated servers first: {command('demo')}")
         return 0
     return run(argparse.Namespace(names=[], read_only=False, config=None))

@@ -115,6 +115,21 @@ class GpuReading:
         """The series label for this GPU (``gpu0``)."""
         return f"gpu{self.index}"
 
+    @property
+    def words(self) -> str:
+        """Its figures as the screen's metrics pane says them, for text output:
+        ``gpu0 451 W / 700 W · util 98% · 72,332 / 81,559 MiB`` (``—`` for one unknown)."""
+
+        def said(metric: Metric, value: float | None) -> str:
+            return "—" if value is None else metric.unit.format(value)
+
+        power = f"{said(Metric.GPU_POWER, self.power_draw)} / "
+        power += said(Metric.GPU_POWER_LIMIT, self.power_limit)
+        memory = said(Metric.GPU_MEMORY, self.memory_used).removesuffix(" MiB")
+        memory += f" / {said(Metric.GPU_MEMORY, self.memory_total)}"
+        util = said(Metric.GPU_UTIL, self.utilization)
+        return f"{self.label} {power} · util {util} · {memory}"
+
     def to_json(self) -> dict[str, object]:
         return {
             "index": self.index,

@@ -22,7 +22,7 @@ ORPHANS_NAMED = 8
 #: Characters of an orphan's command line the evidence shows.
 COMMAND_SHOWN = 120
 #: What the person can do, as the host screen and relaunch offer it.
-WHAT_TO_DO = "k offers to kill them; babysit relaunch refuses while they hold the GPUs"
+WHAT_TO_DO = "K offers to kill them; babysit relaunch refuses while they hold the GPUs"
 
 
 def orphans(gpus: ServiceGpus | None) -> Hint | None:

@@ -7,8 +7,12 @@ A fleet lives in one folder made by :func:`tempfile.mkdtemp` (``babysit-demo-*``
                     workers a story's server leaves behind (``workers``)
     logs/           one log per service, appended to as ``cmd >> log 2>&1`` would
     sim-state/      the simulated GPUs' registry ($BABYSIT_SIM_STATE)
-    host-state/     run records of relaunches made from the demo's TUI, and the run
-                    history a story's last run is kept in (startups.json)
+    host-state/     run records of relaunches made from the demo's TUI (and from the
+                    launcher), and the run history a story's last run is kept in
+                    (startups.json)
+    babysit         the fleet's launcher: babysit with this folder's hosts.yaml, state
+                    and nvidia-smi stand-in (:func:`write_launcher`), for a kept fleet's
+                    commands and those babysit prints while it watches the fleet
 
 A pointer to each fleet (``<state dir>/<folder name>.json``) lets ``babysit demo
 --stop`` find a kept fleet, or one whose babysit died without cleaning up.
@@ -24,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -40,6 +45,7 @@ from tui.demo.fleetprocs import Recorded, dies_with_parent, free_ports
 from tui.demo.fleetstate import FOLDER_PREFIX, WORKERS, DemoError, state_dir, stop_folder
 from tui.demo.stories import STORIES, Fate, LastRun, Story, ready_lines
 from tui.engines import spec
+from tui.invocation import COMMAND_ENV
 from tui.procfs import boot_id, start_ticks
 
 #: The one host of the demo's hosts.yaml (not ``demo``: that is a verb).
@@ -54,6 +60,8 @@ GPU_COUNT = max(gpu for story in STORIES for gpu in story.gpus) + 1
 #: The simulator's inventory variable (its GPUs, read by the sims and the nvidia-smi
 #: stand-in alike).
 SIM_GPUS = "BABYSIT_SIM_GPUS"
+#: The fleet's launcher in its folder: this babysit, on that fleet (:func:`write_launcher`).
+LAUNCHER = "babysit"
 #: Days before the demo its stories' last runs started.
 LAST_RUN_AGE = 86400.0
 
@@ -121,6 +129,10 @@ class Fleet:
         return self.folder / "hosts.yaml"
 
     @property
+    def launcher(self) -> Path:
+        return self.folder / LAUNCHER
+
+    @property
     def fleet_json(self) -> Path:
         return self.folder / "fleet.json"
 
@@ -149,6 +161,7 @@ class Fleet:
         ]
         fleet = cls(folder, members, kept=kept)
         fleet.hosts_yaml.write_text(fleet.render_hosts_yaml(), encoding="utf-8")
+        write_launcher(fleet)
         for m in members:
             if m.story.last_run is not None:
                 fleet.seed_history(m.story, m.story.last_run)
@@ -211,6 +224,11 @@ class Fleet:
                 *(
                     [f"        wedged_after: {story.wedged_after:g}"]
                     if story.wedged_after is not None
+                    else []
+                ),
+                *(
+                    [f"        canary: {{timeout: {story.canary_timeout:g}}}"]
+                    if story.canary_timeout is not None
                     else []
                 ),
                 f"        match: {q(m.match)}",
@@ -395,14 +413,62 @@ def _write_json(path: Path, data: object, mode: int = 0o644) -> None:
 
 def tui_environment(fleet: Fleet) -> dict[str, str]:
     """Environment for the demo's own babysit: its actions' records and audit log stay in
-    the folder, and ``nvidia-smi`` answers for the simulated GPUs."""
-    env = {
+    the folder, ``nvidia-smi`` answers for the simulated GPUs, and the commands it prints
+    name the fleet's launcher."""
+    env = fleet_environment(fleet)
+    shim = nvidia_smi_dir()
+    if shim is not None:
+        env["PATH"] = f"{shim}{os.pathsep}{os.environ.get('PATH', '')}"
+    return env
+
+
+def fleet_environment(fleet: Fleet) -> dict[str, str]:
+    """What a babysit watching the fleet needs besides the inherited environment and the
+    nvidia-smi stand-in on PATH (:func:`nvidia_smi_dir`)."""
+    return {
         "BABYSIT_HOST_STATE": str(fleet.host_state),
         "BABYSIT_STATE": str(fleet.folder / "state"),
         "BABYSIT_SIM_STATE": str(fleet.sim_state),
         "BABYSIT_SIM_PYTHON": sys.executable,
         SIM_GPUS: str(GPU_COUNT),
+        COMMAND_ENV: shlex.quote(str(fleet.launcher)),
     }
-    if os.access(_NVIDIA_SMI_SHIM, os.X_OK):
-        env["PATH"] = f"{_NVIDIA_SMI_SHIM.parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    return env
+
+
+def nvidia_smi_dir() -> Path | None:
+    """The folder of the nvidia-smi stand-in (to put first on PATH), or None when the
+    package was installed without it."""
+    return _NVIDIA_SMI_SHIM.parent if os.access(_NVIDIA_SMI_SHIM, os.X_OK) else None
+
+
+#: The launcher's python program: babysit's command line from the package in ``package``.
+_LAUNCH = "import sys; sys.path[0] = {package}; from tui.cli import main; raise SystemExit(main())"
+
+
+def write_launcher(fleet: Fleet) -> Path:
+    """Write ``babysit`` in the fleet's folder: a shell script that runs this babysit
+    (this python, this package) with the fleet's hosts.yaml ($BABYSIT_CONFIG), its
+    state folders and its nvidia-smi stand-in, so that each command the demo prints
+    works as printed, in any shell, and the CLI sees what the demo's screen sees.
+    ``babysit demo --stop`` removes it with the folder."""
+    q = shlex.quote
+    env = {"BABYSIT_CONFIG": str(fleet.hosts_yaml), **fleet_environment(fleet)}
+    shim = nvidia_smi_dir()
+    launch = _LAUNCH.format(package=json.dumps(_PACKAGE_PARENT))
+    lines = [
+        "#!/bin/sh",
+        "# babysit on the demo fleet in this folder: its hosts.yaml, its state folders and",
+        "# its nvidia-smi stand-in. Written by `babysit demo`; `babysit demo --stop` (or",
+        "# quitting the demo's screen) removes it with the fleet.",
+        *(f"{key}={q(value)}; export {key}" for key, value in env.items()),
+        *([f'PATH={q(str(shim))}"${{PATH:+:$PATH}}"; export PATH'] if shim else []),
+        # this package first, in the place of the folder the user is in (a `tui` folder
+        # there, such as another clone's, is not babysit's)
+        f"exec {q(sys.executable)} -c {q(launch)} " + '"$@"',
+    ]
+    path = fleet.launcher
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    tmp.chmod(0o755)
+    tmp.replace(path)
+    return path

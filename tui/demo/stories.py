@@ -98,6 +98,8 @@ class Story:
     sim_flags: tuple[str, ...] = ()
     #: The service's ``wedged_after`` in hosts.yaml (None: babysit's default).
     wedged_after: float | None = None
+    #: The service's ``canary: {timeout: …}`` in hosts.yaml (None: babysit's default).
+    canary_timeout: float | None = None
     #: Tensor-parallel ranks: the service holds GPUs ``gpu`` to ``gpu + tp - 1``.
     tp: int = 1
     #: The run its host's run history keeps from before the demo, or None.
@@ -215,6 +217,8 @@ STORIES: tuple[Story, ...] = (
         scenario="wedged",
         sim_flags=("--wedge-after", "4"),
         wedged_after=8.0,
+        # its canary never completes: the demo says so in 10 s rather than babysit's 30
+        canary_timeout=10.0,
         streams=2,
     ),
     Story(

@@ -15,6 +15,7 @@ from tui.config import Config
 from tui.core.sanitize import printable
 from tui.errors import ConfigError
 from tui.hostsfile.document import parse_config
+from tui.invocation import command
 
 CONFIG_ENV = "BABYSIT_CONFIG"
 
@@ -58,7 +59,8 @@ def find_config(explicit: str | None = None, *, cwd: Path | None = None) -> Path
             "(the README's hosts.yaml section shows every key)"
         )
     raise ConfigError(
-        f"no hosts.yaml found (looked in {looked}); pass --config FILE or set ${CONFIG_ENV}; {make}"
+        f"no hosts.yaml found (looked in {looked}); pass --config FILE or set ${CONFIG_ENV}; "
+        f"{make}; or first watch simulated servers on this machine: {command('demo')}"
     )
 
 

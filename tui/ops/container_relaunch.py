@@ -27,6 +27,7 @@ from tui.config import Service
 from tui.core.answers import Fields
 from tui.core.containers import DOCKER_JSON, ContainerState
 from tui.core.logcursor import LogLine
+from tui.invocation import command
 from tui.ops.audit import container_run_id
 from tui.ops.container_kill import ContainerTarget
 from tui.ops.kill import IdentityChanged, check_grace
@@ -112,7 +113,7 @@ async def start(
         started,
         what=f"the container's {action}",
         timeout=grace + ACTION_SLACK,
-        then="; check with babysit status before relaunching again",
+        then=f"; check with {command('status')} before relaunching again",
     )
 
 

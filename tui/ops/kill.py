@@ -61,6 +61,7 @@ from tui.core.launch.argv import FlagSet
 from tui.core.runs import Run
 from tui.engines import GENERIC
 from tui.errors import BabysitError, TransportError, UsageError
+from tui.invocation import command
 from tui.ops.kill_outcome import KillEvent, mib_text, stopped_words
 from tui.remote.agentcall import run_agent, stream_agent
 from tui.remote.probe import host_state_dir
@@ -285,7 +286,7 @@ async def stream_kill(
             None,
             f"{transport.chain_text}: the connection was lost as the kill began, and no "
             f"record of it could be read back ({why}): it most likely never started; "
-            f"check the run (babysit status), and {path} on the host",
+            f"check the run ({command('status')}), and {path} on the host",
             {"record": path},
         )
         return

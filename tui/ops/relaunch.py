@@ -34,6 +34,7 @@ from tui.core.secrets import redact_argv
 from tui.core.verdicts import Verdict
 from tui.engines import of_log, spec
 from tui.errors import BabysitError
+from tui.invocation import command
 from tui.ops.audit import who
 from tui.ops.orphan_words import orphans_text
 from tui.remote.agentcall import run_agent
@@ -183,7 +184,7 @@ def check_orphans(service: Service, orphans: Sequence[Orphan]) -> None:
         raise LaunchRefused(
             f"{service.label}: {orphans_text(orphans)} hold memory on its GPUs, left by a "
             f"run that died or started by hand (a new run would run out of GPU memory); "
-            f"free them with: babysit kill {service.label} --orphans (or k on the host "
+            f"free them with: {command('kill', service.label, '--orphans')} (or K on the host "
             "screen); nothing was started"
         )
 
@@ -284,7 +285,7 @@ async def launch(transport: Transport, service: Service, *, keep: int | None = N
         args,
         launched,
         what="the launch",
-        then="; check with babysit status before launching again",
+        then=f"; check with {command('status')} before launching again",
     )
 
 

@@ -36,6 +36,7 @@ from tui.core.startup_words import ready_in, startup_line
 from tui.core.units import duration_words, human_age
 from tui.core.verdict_words import badge, badge_parts, degraded, why
 from tui.core.verdicts import DEGRADED_TONE, TONES, Verdict
+from tui.invocation import command
 
 #: Seconds after which a verdict is drawn as stale (three missed refreshes).
 STALE_AFTER = 6.0
@@ -178,7 +179,7 @@ def _evidence_lines(evidence: tuple[str, ...], target: str, width: int | None) -
     shown = [f"· {printable(item)}" for item in evidence]
     if len(shown) > EVIDENCE_LINES:
         more = len(shown) - EVIDENCE_LINES + 1
-        shown[EVIDENCE_LINES - 1 :] = [f"· and {more} more: babysit status {target}"]
+        shown[EVIDENCE_LINES - 1 :] = [f"· and {more} more: {command('status', target)}"]
     if width is None or width < 2:
         return shown
     return [cut(line, width) for line in shown]
