@@ -1,8 +1,9 @@
-"""The footer's keys, ``?`` (help) and ``q`` (quit) first.
+"""The footer's keys, ``?`` (help), ``q`` (quit) and ``esc`` (to the fleet) first.
 
 Textual's footer lists the focused widget's keys, then the screen's, then the app's, and
 cuts what does not fit at the right: at 80 columns that was ``?`` and ``q``, the two keys
-a newcomer looks for. This footer draws the same keys, compact, with those two first.
+a newcomer looks for. This footer draws the same keys, compact, with those two first and
+the way back to the fleet after them; what does not fit is the rarest (``R`` replace).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
 #: Actions whose keys come first, in this order.
-FIRST = ("help", "quit")
+FIRST = ("help", "quit", "back")
 
 
 class KeysFooter(Footer):
