@@ -13,7 +13,7 @@ import shlex
 import shutil
 import subprocess
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -37,12 +37,19 @@ class Tmux:
     leaves a dead pane's process unreaped (``#{pane_dead_status}`` stays empty).
     """
 
-    def __init__(self, command: list[str], env: dict[str, str], socket: Path) -> None:
+    def __init__(
+        self,
+        command: list[str],
+        env: dict[str, str],
+        socket: Path,
+        size: tuple[int, int] = (120, 36),
+    ) -> None:
         self.socket = str(socket)
         self.session = f"babysit-demo-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.env = env
+        columns, rows = size
         self.run(
-            "new-session", "-d", "-s", self.session, "-x", "120", "-y", "36",
+            "new-session", "-d", "-s", self.session, "-x", str(columns), "-y", str(rows),
             f'{shlex.join(command)}; echo "exited with $?"; sleep 600',
         )  # fmt: skip
 
@@ -56,8 +63,11 @@ class Tmux:
             check=False,
         )
 
-    def screen(self) -> str:
-        return self.run("capture-pane", "-p", "-t", self.session).stdout
+    def screen(self, *, styles: bool = False) -> str:
+        """The pane's text (``styles``: with its SGR escapes, which say what is focused)."""
+        return self.run(
+            "capture-pane", "-p", *(["-e"] if styles else []), "-t", self.session
+        ).stdout
 
     def wait_for_text(self, text: str, timeout: float = 20) -> str:
         shown: list[str] = [""]
@@ -68,6 +78,20 @@ class Tmux:
 
         try:
             wait_for(visible, timeout, f"{text!r} on the screen", step=0.1)
+        except AssertionError as error:
+            raise AssertionError(f"{error}; the screen:\n{shown[0]}") from None
+        return shown[0]
+
+    def wait_until(self, check: Callable[[str], bool], what: str, timeout: float = 20) -> str:
+        """The screen once ``check`` holds of its text."""
+        shown: list[str] = [""]
+
+        def holds() -> bool:
+            shown[0] = self.screen()
+            return check(shown[0])
+
+        try:
+            wait_for(holds, timeout, what, step=0.1)
         except AssertionError as error:
             raise AssertionError(f"{error}; the screen:\n{shown[0]}") from None
         return shown[0]
@@ -86,6 +110,90 @@ def tmux(demo_env: dict[str, str], tmp_path: Path) -> Iterator[Tmux]:
         yield server
     finally:
         server.kill()
+
+
+def last(text: str) -> str:
+    """The screen's last line (the footer)."""
+    lines = text.rstrip("\n").splitlines()
+    return lines[-1] if lines else ""
+
+
+def open_row(tmux: Tmux, name: str) -> None:
+    """Filter the fleet to ``name`` and open its host screen."""
+    tmux.keys("/")
+    tmux.wait_for_text("show rows whose name")
+    tmux.keys("-l", name)
+    tmux.keys("Enter")
+    tmux.wait_for_text("1 shown")
+
+    def opened() -> bool:
+        if f"lab (local) · {name}" in tmux.screen():
+            return True
+        tmux.keys("Enter")  # a busy machine gives the table its focus back late
+        return False
+
+    wait_for(opened, 20, f"{name}'s host screen", step=0.5)
+
+
+@pytest.mark.integration
+def test_demo_in_an_80x24_pane_reads_and_every_button_is_reachable(
+    demo_env: dict[str, str], tmp_path: Path
+) -> None:
+    """The most common tmux split: the fleet first with ? and q; a host screen with its
+    banner, log lines and ? and q; the relaunch modal's buttons on screen, Tab moving
+    between them, Esc closing it with nothing done."""
+    tmux = Tmux([*BABYSIT, "demo"], demo_env, tmp_path / "tmux.sock", size=(80, 24))
+    try:
+        folder, processes = running_fleet(demo_env)
+        # a busy machine paints a screen in parts: each check waits for the whole of it
+        screen = tmux.wait_until(
+            lambda text: "? help" in last(text) and "q quit" in last(text), "the fleet's footer"
+        )
+        assert screen.splitlines()[0].lstrip().startswith("babysit · demo")
+
+        open_row(tmux, "gpu2-dead")
+
+        def host_screen(text: str) -> bool:
+            lines = text.rstrip("\n").splitlines()
+            at = [i for i, line in enumerate(lines) if "gpu2-dead.log" in line]
+            shown = [line for line in lines[at[0] + 1 : -1] if line.strip(" │╰─╯")] if at else []
+            return (
+                any("✖ DEAD" in line for line in lines[1:4])  # the banner, on top
+                and len(shown) >= 3  # the log pane keeps lines at 80x24
+                and "? help" in last(text)
+                and "q quit" in last(text)
+            )
+
+        tmux.wait_until(host_screen, "the banner, log lines, ? and q at 80x24")
+
+        tmux.keys("r")
+        screen = tmux.wait_for_text("Cancel")
+        assert "Relaunch" in screen
+        buttons = next(i for i, line in enumerate(screen.splitlines()) if "Cancel" in line)
+        before = tmux.screen(styles=True).splitlines()[buttons]
+        tmux.keys("Tab")
+        wait_for(
+            lambda: tmux.screen(styles=True).splitlines()[buttons] != before,
+            10,
+            "Tab to move the focus between the modal's buttons",
+            step=0.1,
+        )
+        tmux.keys("Escape")
+        wait_for(lambda: "Cancel" not in tmux.screen(), 10, "the modal closed", step=0.1)
+        assert "relaunching" not in tmux.screen()
+
+        def in_the_fleet() -> bool:
+            if "babysit · demo" in tmux.screen():
+                return True
+            tmux.keys("Escape")  # until the host screen has its focus back from the modal
+            return False
+
+        wait_for(in_the_fleet, 20, "Esc to come back to the fleet", step=0.5)
+        tmux.keys("q")
+        assert "exited with 0" in tmux.wait_for_text("exited with", timeout=15)
+        assert leftovers(folder, processes) == []
+    finally:
+        tmux.kill()
 
 
 @pytest.mark.integration

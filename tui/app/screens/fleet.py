@@ -32,11 +32,12 @@ from textual.containers import Horizontal
 from textual.content import Content
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Footer, Input, Label, Static
+from textual.widgets import Input, Label, Static
 
 from tui.app.fleet_rows import Fleet, FleetRow, fleet_row, natural_key, sort_key
 from tui.app.screens.help import HelpScreen, keys_of, say_why_not
 from tui.app.widgets.fleet_table import FleetTable
+from tui.app.widgets.keys_footer import KeysFooter
 from tui.config import Host, Service
 from tui.core.verdicts import Verdict
 from tui.session.sessions import Sessions
@@ -133,7 +134,7 @@ class FleetScreen(Screen[None]):
                 id="fleet-filter-input",
             )
         yield Static(id="fleet-detail")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self._show_rows(self.hosts)
