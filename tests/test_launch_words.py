@@ -12,20 +12,12 @@ from tui.app.widgets.launch_pane import pane_text
 from tui.core.launch.diff import FlagStatus, launch_diff
 from tui.core.launch.reported import parse_reported
 from tui.core.launch.words import cut_middle, flag_names, launch_summary, value_lines
+from tui.demo.stories import SPEC_FLAGS
 
 pytestmark = pytest.mark.unit
 
 SGLANG = ("python3", "-m", "sglang.launch_server")
-SPECULATIVE = [
-    "--speculative-algorithm",
-    "NEXTN",
-    "--speculative-num-steps",
-    "3",
-    "--speculative-eagle-topk",
-    "1",
-    "--speculative-num-draft-tokens",
-    "4",
-]
+SPECULATIVE = list(SPEC_FLAGS)  # the demo's qwen-nomtp drops these four
 MODEL = "/models/Qwen/Qwen3-30B-A3B-Instruct-2507-FP8-dynamic"
 
 

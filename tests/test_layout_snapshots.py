@@ -21,22 +21,14 @@ from tui.app.screens.canary_result import CanaryResultScreen
 from tui.app.screens.help import HelpScreen
 from tui.app.screens.host import HostScreen
 from tui.core.canary import CanaryOutcome, CanaryResult
+from tui.demo.stories import SPEC_FLAGS
 
 #: Clock times drawn in UTC (the snapshot apps' fixture).
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("utc")]
 
 SIZE = (80, 24)
 #: A SGLang launch asking for NEXTN's four flags, and a run that has none of them.
-SPECULATIVE = [
-    "--speculative-algorithm",
-    "NEXTN",
-    "--speculative-num-steps",
-    "3",
-    "--speculative-eagle-topk",
-    "1",
-    "--speculative-num-draft-tokens",
-    "4",
-]
+SPECULATIVE = list(SPEC_FLAGS)  # the demo's qwen-nomtp drops these four
 MODEL = "/data/models/Qwen/Qwen3-30B-A3B-Instruct-2507-FP8"
 
 
@@ -116,8 +108,7 @@ def test_canary_result_80x24(snap_compare: Any) -> None:
     assert snap_compare(app, terminal_size=SIZE, run_before=canary)
 
 
-@pytest.fixture
-def speculative_dropped(monkeypatch: pytest.MonkeyPatch) -> Any:
+def drop_speculative(monkeypatch: pytest.MonkeyPatch) -> Any:
     """The snapshot app on a launch asking for NEXTN whose run dropped all four flags."""
     intended = [*snaps.INTENDED[:3], "--model-path", MODEL, "--port", "30000", *SPECULATIVE]
     hosts = snaps.HOSTS.replace(snaps.json.dumps(snaps.INTENDED), snaps.json.dumps(intended))
@@ -130,6 +121,11 @@ def speculative_dropped(monkeypatch: pytest.MonkeyPatch) -> Any:
         "speculative_algorithm=None)",
     )
     return make_app(snaps.probed(writes=INODE, ready=True))
+
+
+@pytest.fixture
+def speculative_dropped(monkeypatch: pytest.MonkeyPatch) -> Any:
+    return drop_speculative(monkeypatch)
 
 
 @pytest.mark.parametrize(

@@ -11,16 +11,14 @@ tests/test_app_fleet.py), a frozen clock, UTC; nothing connects anywhere.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-import test_app_snapshots as snaps
 from test_app_fleet import answered
 from test_app_fleet import make_app as make_fleet
 from test_app_snapshots import INODE, NOW, OLD_INODE, make_app, probed, rows_shown, utc  # noqa: F401 - utc is a fixture
-from test_layout_snapshots import MODEL, SPECULATIVE
+from test_layout_snapshots import drop_speculative
 from test_wedged_snapshots import make_host_app
 
 from tui.app.app import BabysitApp
@@ -35,19 +33,8 @@ SIZES = {"80x24": (80, 24), "120x36": (120, 36), "200x50": (200, 50)}
 
 
 def degraded(monkeypatch: pytest.MonkeyPatch) -> BabysitApp:
-    """A LIVE run that dropped the speculative decoding its launch asks for (as
-    tests/test_layout_snapshots.py's four missing flags)."""
-    intended = [*snaps.INTENDED[:3], "--model-path", MODEL, "--port", "30000", *SPECULATIVE]
-    hosts = snaps.HOSTS.replace(json.dumps(snaps.INTENDED), json.dumps(intended))
-    monkeypatch.setattr(snaps, "HOSTS", hosts)
-    monkeypatch.setattr(snaps, "CMDLINE", [*intended[:7]])
-    monkeypatch.setattr(
-        snaps,
-        "REPORTED",
-        f"[2026-01-12 09:20:06] server_args=ServerArgs(model_path='{MODEL}', port=30000, "
-        "speculative_algorithm=None)",
-    )
-    return make_app(probed(writes=INODE, ready=True))
+    """A LIVE run that dropped the speculative decoding its launch asks for."""
+    return drop_speculative(monkeypatch)
 
 
 def ambiguous() -> BabysitApp:
