@@ -145,3 +145,18 @@ def test_host_screen_with_four_missing_flags(
         await pilot.pause()
 
     assert snap_compare(speculative_dropped, terminal_size=size, run_before=shown)
+
+
+def test_quit_while_an_action_runs_80x24(snap_compare: Any) -> None:
+    """Ctrl+C while a kill runs asks first; both answers on screen."""
+    from tui.app.screens.quit import ConfirmQuit
+
+    async def asked(pilot: Pilot[Any]) -> None:
+        await rows_shown(pilot)
+        pilot.app.push_screen(ConfirmQuit("kill on kpro5/qwen is running"))
+        await until(lambda: isinstance(pilot.app.screen, ConfirmQuit), "the question", pilot=pilot)
+        await pilot.pause()
+
+    assert snap_compare(
+        snap_app(probed(writes=INODE, ready=True)), terminal_size=SIZE, run_before=asked
+    )
