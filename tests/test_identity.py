@@ -300,10 +300,10 @@ def test_status_cli_text_json_and_exit_codes(
     capsys.readouterr()
     assert main(["status", "--config", str(config)]) == 2
     text = capsys.readouterr().out.splitlines()
-    assert [line.split()[:2] for line in text if not line.startswith(" ")] == [
-        ["gpu/live", "LIVE"],
-        ["gpu/loading", "STARTING"],
-        ["gpu/dead", "DEAD"],
+    assert [line.split()[:3] for line in text if not line.startswith(" ")] == [
+        ["gpu/live", "●", "LIVE"],
+        ["gpu/loading", "◐", "STARTING"],
+        ["gpu/dead", "✖", "DEAD"],
     ]
     main(["status", "--config", str(config), "--json"])
     data = json.loads(capsys.readouterr().out)

@@ -66,6 +66,8 @@ def line_text(view: LogView, absolute: int) -> str:
         ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", True),
         ("2026-01-12T09:20:06Z  WARN text_generation_router: no chat template", True),
         ("error: model file not found", True),
+        ("Segmentation fault", True),  # llama.cpp's death line, from its spec
+        ("[2026-01-12 09:20:06] Scheduler hit an exception: boom", True),  # SGLang's
         ("[2026-01-12 09:22:05 TP0] Decode batch. #running-req: 1, gen throughput: 60.1", False),
         ('INFO:     127.0.0.1:51234 - "POST /generate HTTP/1.1" 200 OK', False),
         ("num_errors=0 error_rate=0.0", False),

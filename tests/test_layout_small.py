@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from support.wait import until
 from test_app_actions import modal_of, snap_app
 from test_app_snapshots import INODE, NOW, make_app, probed, rows_shown, utc  # noqa: F401
 from textual.geometry import Region
@@ -103,6 +104,13 @@ async def test_the_footer_keeps_help_and_quit(size: tuple[int, int]) -> None:
     app = make_app(probed(writes=INODE, ready=True))
     async with app.run_test(size=size) as pilot:
         await rows_shown(pilot)
+        # the footer draws its keys once the screen's bindings are known (a busy machine
+        # later than the first rows)
+        await until(
+            lambda: {"question_mark", "q"} <= {k.key for k in host(pilot).query(FooterKey)},
+            "the footer's keys",
+            pilot=pilot,
+        )
         keys = {k.key: k for k in host(pilot).query(FooterKey)}
         for key in ("question_mark", "q"):
             assert key in keys, sorted(keys)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from tui.engines import SPECS
+
 #: Level words and the words of a failure, as whole words. ``error`` and ``warning``
 #: in lower case only before a colon (``error: model not found``), so a counter such
 #: as ``errors=0`` or ``error_rate`` is not taken for one.
@@ -20,11 +22,18 @@ PROBLEM = re.compile(
     r"|\b(?:[Ww]arning|[Ee]rror|[Ff]atal):"
     r"|Traceback \(most recent call last\)"
     r"|\b[A-Z]\w*(?:Error|Exception)\b"
-    r"|\b(?:out of memory|Out of memory|Segmentation fault|Killed|core dumped)\b"
+    r"|\b(?:out of memory|Out of memory|Killed|core dumped)\b"
     r"|\bfailed\b|\bFailed\b"
+)
+
+
+#: The lines an engine prints as it dies or fails to start, each engine's spec's own
+#: (llama.cpp's ``Segmentation fault``, …): problems whatever level the line says.
+DEATH_LINES = tuple(
+    sorted({line for s in SPECS.values() for line in (*s.deaths, *s.startup_failures)})
 )
 
 
 def is_problem(text: str) -> bool:
     """Whether the log line ``text`` is a warning or an error."""
-    return PROBLEM.search(text) is not None
+    return PROBLEM.search(text) is not None or any(line in text for line in DEATH_LINES)
