@@ -42,6 +42,13 @@ def log_of(app: BabysitApp) -> LogView:
     return app.screen.query_one(LogView)
 
 
+@pytest.fixture(autouse=True)
+def lasting_notifications(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Notifications stay while a test counts them (on a loaded machine a test takes more
+    than their 5 s, and one that went would read as one never said)."""
+    monkeypatch.setattr(BabysitApp, "NOTIFICATION_TIMEOUT", 3600)
+
+
 def said(app: BabysitApp) -> list[str]:
     return [n.message for n in app._notifications]
 
