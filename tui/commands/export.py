@@ -23,6 +23,7 @@ import contextlib
 import ipaddress
 import signal
 import sys
+from collections.abc import Awaitable
 from pathlib import Path
 
 from tui.cli import add_config_option, add_targets_option
@@ -193,9 +194,9 @@ async def _serve(
     return 0
 
 
-async def _until(waited: object, stop: asyncio.Event) -> None:
-    """Wait for ``waited`` (an awaitable) or ``stop``, whichever comes first."""
-    tasks = [asyncio.ensure_future(waited), asyncio.ensure_future(stop.wait())]  # type: ignore[arg-type]
+async def _until(waited: Awaitable[object], stop: asyncio.Event) -> None:
+    """Wait for ``waited`` or ``stop``, whichever comes first."""
+    tasks = [asyncio.ensure_future(waited), asyncio.ensure_future(stop.wait())]
     try:
         await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
     finally:
