@@ -12,17 +12,19 @@ from __future__ import annotations
 
 import re
 
+from tui.core.cause import failure_kind
 from tui.engines import SPECS
 
-#: Level words and the words of a failure, as whole words. ``error`` and ``warning``
-#: in lower case only before a colon (``error: model not found``), so a counter such
-#: as ``errors=0`` or ``error_rate`` is not taken for one.
+#: Level words, as whole words. ``error`` and ``warning`` in lower case only before a
+#: colon (``error: model not found``), so a counter such as ``errors=0`` or
+#: ``error_rate`` is not taken for one. What a failure line is (out of memory, a signal,
+#: an engine's death line) is :func:`tui.core.cause.failure_kind`'s to say.
 PROBLEM = re.compile(
     r"\b(?:WARN(?:ING)?|ERROR|CRITICAL|FATAL|PANIC)\b"
     r"|\b(?:[Ww]arning|[Ee]rror|[Ff]atal):"
     r"|Traceback \(most recent call last\)"
     r"|\b[A-Z]\w*(?:Error|Exception)\b"
-    r"|\b(?:out of memory|Out of memory|Killed|core dumped)\b"
+    r"|\bcore dumped\b"
     r"|\bfailed\b|\bFailed\b"
 )
 
@@ -36,4 +38,4 @@ DEATH_LINES = tuple(
 
 def is_problem(text: str) -> bool:
     """Whether the log line ``text`` is a warning or an error."""
-    return PROBLEM.search(text) is not None or any(line in text for line in DEATH_LINES)
+    return PROBLEM.search(text) is not None or failure_kind(text, DEATH_LINES) is not None
