@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from support.agent_as import run_agent_as
-from support.servers import Server, free_port
+from support.servers import Server, free_port, wait_until
 from support.sshd import Sshd
 
 from tui.cli import main
@@ -164,10 +164,16 @@ async def test_trap_2_old_sigquit_and_ready_lines_never_make_a_new_run_live_or_f
     crashed.proc.wait(20)
     text = log.read_text()
     assert "Received sigquit" in text and "RuntimeError" in text and READY in text
-    time.sleep(1.1)  # the new run's first line falls in a later second than the last old one
+    time.sleep(1.1)  # the new run starts in a later second than the old runs' last line
     loading = Server(log, load=60)
     servers.append(loading)
-    loading.wait_for("Init torch distributed begin", timeout=20)
+    # the new run's own lines (the old runs printed the same ones), which it often
+    # stamps in the very second it started
+    wait_until(
+        lambda: b"Init torch distributed begin" in log.read_bytes()[len(text.encode()) :],
+        20,
+        "the new run's first lines",
+    )
     result = await assess_local(local_host(log, first, crashed, loading))
     assert result.verdict is Verdict.STARTING, result.summary
     assert result.ready is not None and result.ready.seen is False

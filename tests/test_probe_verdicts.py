@@ -512,3 +512,40 @@ def test_a_line_of_the_start_second_after_another_runs_is_not_taken_for_this_run
         assert at is not None
     finally:
         os.close(fd)
+
+
+@pytest.mark.unit
+def test_a_runs_args_line_in_the_starts_second_is_that_runs_anchor(tmp_path: Path) -> None:
+    """A run prints its args line only as it begins, so an args line stamped in the
+    second the process started, after an older run's lines, is this run's first; any
+    other line of that second stays unsure."""
+    from tui.agent.logtime import Dater
+    from tui.agent.readiness import find_anchor
+    from tui.engines import SPECS
+
+    spec = SPECS["sglang"]
+    stamps = [[s.pattern, s.kind] for s in spec.stamps]
+    heads = [head.text.encode() for head in spec.args_heads]
+    s = int(time.time()) - 100
+
+    def stamp(t: float) -> bytes:
+        return time.strftime("[%Y-%m-%d %H:%M:%S]", time.localtime(t)).encode()
+
+    older = stamp(s - 2) + b" Received sigquit from a child process.\n"
+    for first, found in (
+        (b" server_args=ServerArgs(model_path='Qwen/Qwen3-8B')", True),
+        (b" Init torch distributed begin.", False),
+    ):
+        data = older + stamp(s) + first + b"\n"
+        log = tmp_path / "serve.log"
+        log.write_bytes(data)
+        fd = os.open(log, os.O_RDONLY)
+        try:
+            dater = Dater(stamps, time.time())
+            at, how = find_anchor(fd, len(data), s + 0.3, dater, None, heads=heads)
+        finally:
+            os.close(fd)
+        if found:
+            assert (at, how) == (len(older), "timestamps and the run's args line")
+        else:
+            assert at is None and "share the start's second" in how

@@ -24,14 +24,16 @@ FRESH_STAMP = 10.0
 ELAPSED_SLACK = 1.0
 
 
-def find_anchor(fd, size, start_time, dater, pid_tag):
+def find_anchor(fd, size, start_time, dater, pid_tag, *, heads=()):
     """Offset of the first byte this run wrote, and how it was found (or None, reason).
 
-    The first line stamped at or after the process start (timestamps are whole
-    seconds, so a line of the same second from another run makes the answer
-    unsure). A vLLM run tags its lines with its pid, but pids come back (every
-    container counts from 1), so a tagged line is this run's only when it is also
-    stamped at or after the start. (A log stamped by time since its process started
+    The first line stamped at or after the process start. Timestamps are whole
+    seconds, so a line of the start's own second after an older run's lines may be
+    that run's last: the answer is unsure, unless the line is where a run prints the
+    arguments it runs with (``heads``), which a run prints only as it begins. A vLLM
+    run tags its lines with its pid, but pids come back (every container counts from
+    1), so a tagged line is this run's only when it is also stamped at or after the
+    start. (A log stamped by time since its process started
     is read by :func:`elapsed_anchor`.)
     """
     start = int(start_time)
@@ -48,9 +50,7 @@ def find_anchor(fd, size, start_time, dater, pid_tag):
         ts = dater.time(line)
         if ts is not None and ts >= start:
             if ts == start and offset > 0:
-                # Stamped in the very second the process started, after other lines:
-                # an older run (ended in that second) may have written it.
-                return None, "a line of another run may share the start's second"
+                return start_second_line(offset, line, heads)
             if offset > 0 and previous_ts is None and low == offset:
                 previous = dater.last(os.pread(fd, 4096, max(0, offset - 4096)))
                 if previous is not None and previous >= start:
@@ -62,6 +62,15 @@ def find_anchor(fd, size, start_time, dater, pid_tag):
     if offset >= size:
         return size, "nothing written since the start"
     return None, "no timestamps to place the start"
+
+
+def start_second_line(offset, line, heads):
+    """(offset, how) for a run's first line stamped in the very second its process
+    started, after other lines: an older run (ended in that second) may have written
+    it, unless it is a run's args line, which a run prints only as it begins."""
+    if any(head in line for head in heads):
+        return offset, "timestamps and the run's args line"
+    return None, "a line of another run may share the start's second"
 
 
 def elapsed_anchor(fd, size, dater):
@@ -348,7 +357,9 @@ def readiness(log_path, run, record, service):
             if dater.elapsed:
                 anchor, source = elapsed_anchor(fd, st.st_size, dater)
             else:
-                anchor, source = find_anchor(fd, st.st_size, run["start_time"], dater, tag)
+                anchor, source = find_anchor(
+                    fd, st.st_size, run["start_time"], dater, tag, heads=[t for t, _ in heads]
+                )
         if anchor is None:
             return {"anchor": None, "source": source, "seen": None}
         if cut:
