@@ -3,7 +3,10 @@
 Nothing here reads or writes the user's own ~/.ssh: host keys, client keys,
 authorized_keys and known_hosts all live in a temporary folder, and the
 sessions' PATH starts with that folder's ``bin/`` (the ``pct`` stand-in and any
-shims a test puts there).
+shims a test puts there). The sessions' HOME is that folder's ``home/``, so their
+login shell reads the test's own startup files, never the machine user's: a
+``.bashrc`` there (pyenv's rehash, say, racing between concurrent logins) would
+print into every command's stderr. A test that wants a chatty shell makes one.
 """
 
 from __future__ import annotations
@@ -242,6 +245,8 @@ def start_sshd(
     pct.chmod(0o755)
     pct_root = root / "pve"
     pct_root.mkdir(exist_ok=True)
+    home = root / "home"
+    home.mkdir(exist_ok=True)
 
     log = root / "sshd.log"
     config = root / "sshd_config"
@@ -264,7 +269,7 @@ def start_sshd(
                 *([f"MaxSessions {max_sessions}"] if max_sessions is not None else []),
                 "MaxStartups 50",
                 "ClientAliveInterval 0",
-                f"SetEnv PATH={bin_dir}:{SESSION_PATH} BABYSIT_PCT_ROOT={pct_root} "
+                f"SetEnv PATH={bin_dir}:{SESSION_PATH} HOME={home} BABYSIT_PCT_ROOT={pct_root} "
                 f"BABYSIT_PCT_NODE={PCT_NODE}",
                 *extra,
                 "",
