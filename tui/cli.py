@@ -73,7 +73,10 @@ UI_MODULE = "tui.commands.ui"
 RAW_VERBS = {"sim"}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every verb's name and one line of help; only ``verb``'s own
+    options are added (importing its module), so ``babysit --help`` and each verb
+    pay for no other verb's imports."""
     parser = argparse.ArgumentParser(
         prog="babysit",
         description=(
@@ -83,12 +86,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"babysit {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", title="verbs")
-    for verb, (help_text, module_path) in VERBS.items():
-        if verb in RAW_VERBS:
-            sub.add_parser(verb, help=help_text, add_help=False)
+    for name, (help_text, module_path) in VERBS.items():
+        if name in RAW_VERBS:
+            sub.add_parser(name, help=help_text, add_help=False)
             continue
-        verb_parser = sub.add_parser(verb, help=help_text, description=help_text)
-        _load(module_path).configure(verb_parser)
+        verb_parser = sub.add_parser(name, help=help_text, description=help_text)
+        if name == verb:
+            _load(module_path).configure(verb_parser)
     return parser
 
 
@@ -131,9 +135,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             lambda: _load(VERBS[verb][1]).main(args_list[1:]), json_out=False, guard=False
         )
 
-    parser = build_parser()
     if not args_list:
         # The fleet view of every host when a hosts.yaml is found; help otherwise.
+        parser = build_parser()
         return _guarded(lambda: _load(UI_MODULE).run_bare(parser.print_help), json_out=False)
     opens_ui = args_list[0] not in VERBS and args_list[0] not in ("-h", "--help", "--version")
     if opens_ui:
@@ -144,6 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ui.configure(ui_parser)
         ui_args = ui_parser.parse_args(args_list)
         return _guarded(lambda: ui.run(ui_args), json_out=False)
+    parser = build_parser(args_list[0] if args_list[0] in VERBS else None)
     args = parser.parse_args(args_list)
     module = _load(VERBS[args.verb][1])
     return _guarded(lambda: module.run(args), json_out=getattr(args, "json", False))
