@@ -11,8 +11,13 @@ import bisect
 import time
 from collections.abc import Iterable
 
+from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style
+from textual.strip import Strip
+
 from tui.app.fleet_rows import short_age
-from tui.core.logcursor import EventKind, EventRow, LogLine, Row
+from tui.core.logcursor import CUT_MARKER, EventKind, EventRow, LogLine, Row
 from tui.core.sanitize import clean_line, printable
 
 #: Event kinds drawn as warnings; errors get their own class; the rest are quiet.
@@ -106,3 +111,84 @@ class Search:
             return None
         i = bisect.bisect_left(self.rows, self.current)
         return i + 1 if i < len(self.rows) and self.rows[i] == self.current else None
+
+
+def line_strip(
+    text: str,
+    base: Style,
+    *,
+    cut: bool,
+    spans: list[tuple[int, int]],
+    match: Style,
+    cut_style: Style,
+) -> Strip:
+    """A log line as drawn (``text`` from :func:`display_text`), whole: the search's
+    ``spans`` in ``match``, and the marker of a line cut short in ``cut_style``."""
+    tail = ""
+    if cut and text.endswith(CUT_MARKER):
+        text, tail = text[: -len(CUT_MARKER)], CUT_MARKER
+    segments: list[Segment] = []
+    at = 0
+    for start, end in spans:
+        if start > at:
+            segments.append(Segment(text[at:start], base))
+        segments.append(Segment(text[start:end], match))
+        at = end
+    if at < len(text):
+        segments.append(Segment(text[at:], base))
+    if tail:
+        segments.append(Segment(tail, cut_style))
+    return Strip(segments, cell_len(text) + cell_len(tail))
+
+
+def rule_strip(words: str, width: int, style: Style, base: Style) -> Strip:
+    """An event row: its words inside a rule across the pane's ``width``."""
+    words = f"{RULE * 2} {words} "
+    rule = RULE * max(2, width - cell_len(words))
+    return Strip([Segment(words + rule, style)]).crop_extend(0, width, base)
+
+
+def event_class(kind: EventKind) -> str:
+    """The log pane's component class an event row of ``kind`` is drawn in."""
+    if kind is EventKind.ERROR:
+        return "log-view--event-error"
+    if kind in WARNING_EVENTS:
+        return "log-view--event-warning"
+    return "log-view--event"
+
+
+def subtitle(
+    search: Search | None,
+    *,
+    problems_only: bool,
+    stopped: str | None,
+    stale: str | None,
+    following: bool,
+    new_since_pause: int,
+) -> str:
+    """The log pane's bottom border: the search and its matches, the filter, and
+    whether it follows (or why not)."""
+    parts: list[str] = []
+    if search is not None:
+        count = len(search.rows)
+        position = search.position()
+        if count == 0:
+            found = "no matches"
+        elif position is not None:
+            found = f"{position} of {count}"
+        else:
+            found = f"{count} match" + ("es" if count != 1 else "")
+        parts.append(f"/{printable(search.term)} ({found})")
+    if problems_only:
+        parts.append("warnings and errors only — e shows all")
+    if stopped is not None:
+        parts.append(f"not following: {printable(stopped)}")
+    elif stale is not None:
+        parts.append(stale)
+    if following:
+        if stopped is None and stale is None:
+            parts.append("following")
+    else:
+        new = f" · {new_since_pause:,} new" if new_since_pause else ""
+        parts.append(f"paused — End/G to follow{new}")
+    return "  ·  ".join(parts)

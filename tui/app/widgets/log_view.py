@@ -33,7 +33,6 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import ClassVar
 
 from rich.cells import cell_len
-from rich.segment import Segment
 from rich.style import Style
 from textual.binding import BindingType
 from textual.cache import LRUCache
@@ -42,13 +41,21 @@ from textual.geometry import Size
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.timer import Timer
 
 from tui.app.widgets.log_keys import LOG_KEYS, LogKeys
-from tui.app.widgets.log_text import RULE, WARNING_EVENTS, Search, display_text, event_text
+from tui.app.widgets.log_text import (
+    Search,
+    display_text,
+    event_class,
+    event_text,
+    line_strip,
+    rule_strip,
+    subtitle,
+)
 from tui.core.follow import FileInfo, file_title
 from tui.core.log_levels import is_problem
 from tui.core.logcursor import (
-    CUT_MARKER,
     DEFAULT_MAX_LINES,
     EventKind,
     EventRow,
@@ -56,7 +63,10 @@ from tui.core.logcursor import (
     LogLine,
     Row,
 )
-from tui.core.sanitize import printable
+
+#: While following, the rows that came in are shown at most this many times a second
+#: (a new row waits at most 1/PRESENT_RATE s, well under what an eye follows).
+PRESENT_RATE = 20
 
 
 class LogView(LogKeys, ScrollView, can_focus=True, inherit_bindings=False):
@@ -126,6 +136,8 @@ class LogView(LogKeys, ScrollView, can_focus=True, inherit_bindings=False):
         self._steering = False
         self._title = file_title(None, path)
         self.border_title = Content(self._title)
+        self._present_timer: Timer | None = None
+        self._presented_at = 0.0
 
     def on_mount(self) -> None:
         self.set_interval(1.0, self._tick)
@@ -202,8 +214,15 @@ class LogView(LogKeys, ScrollView, can_focus=True, inherit_bindings=False):
         return self.scrollable_content_region.width
 
     def _resize_virtual(self) -> None:
-        width = 0 if self.wrap else self._width
-        self.virtual_size = Size(width, self.line_count)
+        """The scrollable size follows the rows, set as a plain value: the reactive asks
+        the screen for a new layout (every pane redrawn) on each batch, though nothing
+        moves unless a scrollbar comes or goes, which then asks for the layout itself."""
+        size = Size(0 if self.wrap else self._width, self.line_count)
+        if size == self.virtual_size:
+            return
+        self.set_reactive(LogView.virtual_size, size)
+        self._scroll_update(size)  # Textual's (private) update of the scrollbars and their sizes
+        self.refresh()
 
     # ------------------------------------------------------------------ rows in
 
@@ -238,15 +257,40 @@ class LogView(LogKeys, ScrollView, can_focus=True, inherit_bindings=False):
             added = self._lines_for(kept, max(start, first))
             self._lines.extend(added)
             new_lines = sum(isinstance(row, LogLine) and self._kept(row) for row in kept)
+        if self.following:
+            if any(isinstance(row, EventRow) for row in rows):
+                self._present()  # babysit's own notes (a lost link, an error) at once
+            else:
+                self._present_soon()
+            return
+        self.new_since_pause += new_lines
+        self._resize_virtual()
+        if dropped:
+            # Keep the same rows on screen: they moved `dropped` places up.
+            y = max(0, self.scroll_target_y - dropped)
+            self._scroll_to_row(y)
+        self._update_subtitle()
+        self.refresh()
+
+    def _present_soon(self) -> None:
+        """Show the rows added while following now, or at the next of PRESENT_RATE
+        showings a second (a busy log brings a batch every few milliseconds)."""
+        if self._present_timer is not None:
+            return
+        wait = self._presented_at + 1 / PRESENT_RATE - time.monotonic()
+        if wait <= 0:
+            self._present()
+        else:
+            self._present_timer = self.set_timer(wait, self._present)
+
+    def _present(self) -> None:
+        if self._present_timer is not None:
+            self._present_timer.stop()
+            self._present_timer = None
+        self._presented_at = time.monotonic()
         self._resize_virtual()
         if self.following:
             self._scroll_to_end()
-        else:
-            self.new_since_pause += new_lines
-            if dropped:
-                # Keep the same rows on screen: they moved `dropped` places up.
-                y = max(0, self.scroll_target_y - dropped)
-                self._scroll_to_row(y)
         self._update_subtitle()
         self.refresh()
 
@@ -389,31 +433,16 @@ class LogView(LogKeys, ScrollView, can_focus=True, inherit_bindings=False):
     # ------------------------------------------------------------------ drawing
 
     def _update_subtitle(self) -> None:
-        parts: list[str] = []
-        search = self.search
-        if search is not None:
-            count = len(search.rows)
-            position = search.position()
-            if count == 0:
-                found = "no matches"
-            elif position is not None:
-                found = f"{position} of {count}"
-            else:
-                found = f"{count} match" + ("es" if count != 1 else "")
-            parts.append(f"/{printable(search.term)} ({found})")
-        if self.problems_only:
-            parts.append("warnings and errors only — e shows all")
-        if self.stopped is not None:
-            parts.append(f"not following: {printable(self.stopped)}")
-        elif self.stale is not None:
-            parts.append(self.stale)
-        if self.following:
-            if self.stopped is None and self.stale is None:
-                parts.append("following")
-        else:
-            new = f" · {self.new_since_pause:,} new" if self.new_since_pause else ""
-            parts.append(f"paused — End/G to follow{new}")
-        self.border_subtitle = Content("  ·  ".join(parts))
+        self.border_subtitle = Content(
+            subtitle(
+                self.search,
+                problems_only=self.problems_only,
+                stopped=self.stopped,
+                stale=self.stale,
+                following=self.following,
+                new_since_pause=self.new_since_pause,
+            )
+        )
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
@@ -445,29 +474,18 @@ class LogView(LogKeys, ScrollView, can_focus=True, inherit_bindings=False):
         if cached is not None:
             return cached
         text = display_text(line.text)
-        tail = ""
-        if line.cut and text.endswith(CUT_MARKER):
-            text, tail = text[: -len(CUT_MARKER)], CUT_MARKER
-        segments: list[Segment] = []
         search = self.search
         spans = search.spans(text) if search is not None else []
-        if spans:
-            name = "log-view--match-current" if absolute == search.current else "log-view--match"
-            match = self.get_component_rich_style(name)
-            at = 0
-            for start, end in spans:
-                if start > at:
-                    segments.append(Segment(text[at:start], base))
-                segments.append(Segment(text[start:end], match))
-                at = end
-            if at < len(text):
-                segments.append(Segment(text[at:], base))
-        elif text:
-            segments.append(Segment(text, base))
-        if tail:
-            cut = self.get_component_rich_style("log-view--cut")
-            segments.append(Segment(tail, cut))
-        strip = Strip(segments, cell_len(text) + cell_len(tail))
+        current = spans and absolute == search.current
+        name = "log-view--match-current" if current else "log-view--match"
+        strip = line_strip(
+            text,
+            base,
+            cut=line.cut,
+            spans=spans,
+            match=self.get_component_rich_style(name) if spans else base,
+            cut_style=self.get_component_rich_style("log-view--cut"),
+        )
         if absolute != self.cursor:
             self._cache[absolute] = strip
         return strip
@@ -475,17 +493,8 @@ class LogView(LogKeys, ScrollView, can_focus=True, inherit_bindings=False):
     def _event_strip(
         self, row: EventRow, width: int, base: Style, *, selected: bool = False
     ) -> Strip:
-        kind = row.event.kind
-        if kind is EventKind.ERROR:
-            name = "log-view--event-error"
-        elif kind in WARNING_EVENTS:
-            name = "log-view--event-warning"
-        else:
-            name = "log-view--event"
-        style = self.get_component_rich_style(name)
+        style = self.get_component_rich_style(event_class(row.event.kind))
         if selected:
             style += self.get_component_rich_style("log-view--cursor")
         now = self.clock() if self.relative_times else None
-        words = f"{RULE * 2} {event_text(row, now)} "
-        rule = RULE * max(2, width - cell_len(words))
-        return Strip([Segment(words + rule, style)]).crop_extend(0, width, base)
+        return rule_strip(event_text(row, now), width, style, base)
