@@ -12,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support.reports import build_report
 from test_app_snapshots import HOSTS, INODE, NOW, OLD_INODE, probed
 
@@ -258,3 +260,38 @@ def test_the_death_line_hint_quotes_the_first_death_line_the_cause_read() -> Non
     [hint] = [h for h in r.hints if h.rule.value == "death-line"]
     assert "Scheduler hit an exception: Traceback" in hint.evidence[0]
     assert r.assessment.cause is not None and r.assessment.cause.kind is CauseKind.OOM
+
+
+def _failure_kind_unfiltered(text: str, deaths: tuple[str, ...]) -> tuple[CauseKind, str] | None:
+    """failure_kind's rules with every pattern tried on every line (no quick tests)."""
+    from tui.core import cause
+
+    exception = cause._EXCEPTION.match(text)
+    name = exception.group("name") if exception else ""
+    if cause._OOM.search(text):
+        return CauseKind.OOM, name
+    if name:
+        return (CauseKind.SIGNAL if name == "KeyboardInterrupt" else CauseKind.ERROR), name
+    if cause._SIGNAL.search(text):
+        return CauseKind.SIGNAL, ""
+    if any(needle in text for needle in deaths):
+        return CauseKind.ERROR, ""
+    return None
+
+
+_FRAGMENTS = (
+    "[2026-12-01 12:00:00] ", "(EngineCore_DP0 pid=42) ", "RuntimeError", "ValueError: x",
+    "KeyboardInterrupt", "torch.OutOfMemoryError", "CUDA OUT OF MEMORY", "Not Enough Memory",
+    "oom-kill", "OOM_KILL", "Killed", "  KILLED ", "SIGTERM", "sigQuit", "Signal 9",
+    "received signal", "Decode batch", "gen throughput", "memory", "sig", ": ", " ", "\n",
+    "Segmentation fault", "Error", "Exception",
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_FRAGMENTS), max_size=6))
+def test_failure_kinds_quick_tests_change_no_answer(parts: list[str]) -> None:
+    """The quick tests in front of the patterns only skip lines no pattern matches."""
+    text = "".join(parts)
+    deaths = ("Segmentation fault",)
+    assert failure_kind(text, deaths) == _failure_kind_unfiltered(text, deaths)

@@ -41,7 +41,6 @@ from textual.geometry import Size
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from textual.timer import Timer
 
 from tui.app.widgets.log_keys import LOG_KEYS, LogKeys
 from tui.app.widgets.log_text import (
@@ -53,6 +52,7 @@ from tui.app.widgets.log_text import (
     rule_strip,
     subtitle,
 )
+from tui.app.widgets.pacer import Pacer
 from tui.core.follow import FileInfo, file_title
 from tui.core.log_levels import is_problem
 from tui.core.logcursor import (
@@ -136,8 +136,7 @@ class LogView(LogKeys, ScrollView, can_focus=True, inherit_bindings=False):
         self._steering = False
         self._title = file_title(None, path)
         self.border_title = Content(self._title)
-        self._present_timer: Timer | None = None
-        self._presented_at = 0.0
+        self._presents = Pacer(self._present, PRESENT_RATE, self.set_timer)
 
     def on_mount(self) -> None:
         self.set_interval(1.0, self._tick)
@@ -259,9 +258,9 @@ class LogView(LogKeys, ScrollView, can_focus=True, inherit_bindings=False):
             new_lines = sum(isinstance(row, LogLine) and self._kept(row) for row in kept)
         if self.following:
             if any(isinstance(row, EventRow) for row in rows):
-                self._present()  # babysit's own notes (a lost link, an error) at once
+                self._presents.now()  # babysit's own notes (a lost link, an error) at once
             else:
-                self._present_soon()
+                self._presents.soon()
             return
         self.new_since_pause += new_lines
         self._resize_virtual()
@@ -272,22 +271,9 @@ class LogView(LogKeys, ScrollView, can_focus=True, inherit_bindings=False):
         self._update_subtitle()
         self.refresh()
 
-    def _present_soon(self) -> None:
-        """Show the rows added while following now, or at the next of PRESENT_RATE
-        showings a second (a busy log brings a batch every few milliseconds)."""
-        if self._present_timer is not None:
-            return
-        wait = self._presented_at + 1 / PRESENT_RATE - time.monotonic()
-        if wait <= 0:
-            self._present()
-        else:
-            self._present_timer = self.set_timer(wait, self._present)
-
     def _present(self) -> None:
-        if self._present_timer is not None:
-            self._present_timer.stop()
-            self._present_timer = None
-        self._presented_at = time.monotonic()
+        """Show the rows added while following (paced by ``self._presents``)."""
+        self._show_title()
         self._resize_virtual()
         if self.following:
             self._scroll_to_end()
@@ -322,9 +308,14 @@ class LogView(LogKeys, ScrollView, can_focus=True, inherit_bindings=False):
         return None
 
     def set_file(self, info: FileInfo | None) -> None:
-        """Show which file the rows come from (path, inode, size) in the border title."""
+        """Show which file the rows come from (path, inode, size) in the border title,
+        with the rows: its size moves with every batch."""
         self.file = info
-        title = file_title(info, self.path)
+        if not self._presents.due:
+            self._show_title()
+
+    def _show_title(self) -> None:
+        title = file_title(self.file, self.path)
         if title != self._title:
             self._title = title
             self.border_title = Content(title)
