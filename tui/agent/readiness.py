@@ -33,8 +33,8 @@ def find_anchor(fd, size, start_time, dater, pid_tag, *, heads=()):
     arguments it runs with (``heads``), which a run prints only as it begins. A vLLM
     run tags its lines with its pid, but pids come back (every container counts from
     1), so a tagged line is this run's only when it is also stamped at or after the
-    start. (A log stamped by time since its process started
-    is read by :func:`elapsed_anchor`.)
+    start. (A log stamped by time since its process started is read by
+    :func:`elapsed_anchor`.)
     """
     start = int(start_time)
     low = before_start(fd, size, start, dater)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bisect
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from rich.cells import cell_len
 from rich.segment import Segment
@@ -117,15 +117,15 @@ def line_strip(
     text: str,
     base: Style,
     *,
-    cut: bool,
-    spans: list[tuple[int, int]],
-    match: Style,
-    cut_style: Style,
+    spans: Sequence[tuple[int, int]] = (),
+    match: Style | None = None,
+    cut_style: Style | None = None,
 ) -> Strip:
     """A log line as drawn (``text`` from :func:`display_text`), whole: the search's
-    ``spans`` in ``match``, and the marker of a line cut short in ``cut_style``."""
+    ``spans`` in ``match``, and, for a line cut short (``cut_style`` given), its
+    marker in that style."""
     tail = ""
-    if cut and text.endswith(CUT_MARKER):
+    if cut_style is not None and text.endswith(CUT_MARKER):
         text, tail = text[: -len(CUT_MARKER)], CUT_MARKER
     segments: list[Segment] = []
     at = 0

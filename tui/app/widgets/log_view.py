@@ -467,16 +467,14 @@ class LogView(LogKeys, ScrollView, can_focus=True, inherit_bindings=False):
         text = display_text(line.text)
         search = self.search
         spans = search.spans(text) if search is not None else []
-        current = spans and absolute == search.current
-        name = "log-view--match-current" if current else "log-view--match"
-        strip = line_strip(
-            text,
-            base,
-            cut=line.cut,
-            spans=spans,
-            match=self.get_component_rich_style(name) if spans else base,
-            cut_style=self.get_component_rich_style("log-view--cut"),
-        )
+        match = None
+        if spans:
+            current = absolute == search.current
+            match = self.get_component_rich_style(
+                "log-view--match-current" if current else "log-view--match"
+            )
+        cut = self.get_component_rich_style("log-view--cut") if line.cut else None
+        strip = line_strip(text, base, spans=spans, match=match, cut_style=cut)
         if absolute != self.cursor:
             self._cache[absolute] = strip
         return strip
