@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import platform
 import subprocess
@@ -33,7 +34,6 @@ sys.path.insert(0, str(ROOT / "tests"))
 from support.sshd import Sshd, start_sshd
 
 from tui.core.follow import Start
-from tui.core.logcursor import LogLine
 from tui.hostsfile import parse_config
 from tui.remote import SshLinks, open_transport
 from tui.remote.follow import Follower
@@ -100,30 +100,53 @@ def parse(line: str, now_ns: int, latencies: list[float], seen: set[int]) -> Non
         latencies.append((now_ns - int(parts[1])) / 1e6)
 
 
+def hosts_yaml(sshd: Sshd, log: Path) -> Path:
+    """A hosts.yaml with host ``h`` (this sshd) and its one service ``bench`` logging to ``log``."""
+    service = f"\n  services:\n    bench:\n      log: {json.dumps(str(log))}\n"
+    body = sshd.host_yaml("h").rstrip("\n") + service
+    path = log.with_suffix(".hosts.yaml")
+    path.write_text("hosts:\n" + "".join(f"  {line}\n" for line in body.splitlines()))
+    return path
+
+
 async def run_babysit(sshd: Sshd, log: Path, rate: int, seconds: float) -> Result:
-    host = parse_config(
-        "hosts:\n" + "".join(f"  {x}\n" for x in sshd.host_yaml("h").splitlines())
-    ).hosts["h"]
-    links = SshLinks()
-    follower = Follower(open_transport(host, links), str(log), label="bench", start=Start(tail=0))
-    latencies: list[float] = []
-    seen: set[int] = set()
-    opened = asyncio.Event()
-
-    async def consume() -> None:
-        async for batch in follower.rows():
-            now = time.time_ns()
-            opened.set()
-            for row in batch:
-                if isinstance(row, LogLine):
-                    parse(row.text, now, latencies, seen)
-
-    task = asyncio.create_task(consume())
-    await asyncio.wait_for(opened.wait(), 20)
+    """``babysit tail -f -n 0 h/bench`` in its own process, read like ``ssh tail -F``: the
+    client's CPU is that process's alone, as the ssh client's is."""
+    tail = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "tui",
+        "tail",
+        "-f",
+        "-n",
+        "0",
+        "h/bench",
+        "--config",
+        str(hosts_yaml(sshd, log)),
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    # connected, its agent started, and the run's one probe answered
+    deadline = time.monotonic() + 20
+    agent: list[psutil.Process] = []
+    while time.monotonic() < deadline and not agent:
+        await asyncio.sleep(0.2)
+        agent = [p for p in session_tree(sshd) if "babysit-agent" in " ".join(p.cmdline())]
+    await asyncio.sleep(1.0)
     sessions = session_tree(sshd)
     agent = [p for p in sessions if "babysit-agent" in " ".join(p.cmdline())]
-    me = psutil.Process()
-    cpu0 = (cpu_of([me]), cpu_of(agent), cpu_of(sessions))
+    client = [psutil.Process(tail.pid)]
+    cpu0 = (cpu_of(client), cpu_of(agent), cpu_of(sessions))
+    latencies: list[float] = []
+    seen: set[int] = set()
+
+    async def consume() -> None:
+        assert tail.stdout is not None
+        while line := await tail.stdout.readline():
+            parse(line.decode(), time.time_ns(), latencies, seen)
+
+    reader = asyncio.create_task(consume())
     writer = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
@@ -138,11 +161,12 @@ async def run_babysit(sshd: Sshd, log: Path, rate: int, seconds: float) -> Resul
     deadline = time.monotonic() + 5
     while len(seen) < sent and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
-    cpu1 = (cpu_of([me]), cpu_of(agent), cpu_of(sessions))
-    task.cancel()
+    cpu1 = (cpu_of(client), cpu_of(agent), cpu_of(sessions))
+    tail.terminate()
+    await tail.wait()
+    reader.cancel()
     with contextlib.suppress(asyncio.CancelledError):
-        await task
-    await links.close()
+        await reader
     return Result(
         "babysit",
         rate,
@@ -235,12 +259,13 @@ async def idle_agent_cpu(sshd: Sshd, log: Path, seconds: float) -> float:
     ).hosts["h"]
     links = SshLinks()
     follower = Follower(open_transport(host, links), str(log), label="bench", start=Start(tail=0))
-    task = asyncio.create_task(anext(follower.rows()))
-    await task
+    rows = follower.rows()
+    await anext(rows)
     agent = [p for p in session_tree(sshd) if "babysit-agent" in " ".join(p.cmdline())]
     before = cpu_of(agent)
     await asyncio.sleep(seconds)
     used = cpu_of(agent) - before
+    await rows.aclose()
     await links.close()
     return used / seconds * 100
 

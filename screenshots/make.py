@@ -25,7 +25,7 @@ import test_app_snapshots as snaps  # noqa: E402
 SIZE = snaps.SIZE
 
 
-async def shoot(name: str, app, keys: tuple[str, ...] = ()) -> None:  # noqa: ANN001
+async def shoot(name: str, app, keys: tuple[str, ...] = ()) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await snaps.rows_shown(pilot)
         if keys:
@@ -42,10 +42,12 @@ async def main() -> None:
     await shoot("host-live", snaps.make_app(live))
     await shoot("host-starting", snaps.make_app(snaps.probed(writes=snaps.INODE, ready=False)))
     await shoot("host-stale", snaps.make_app(snaps.probed(writes=snaps.OLD_INODE, ready=None)))
-    await shoot("host-dead", snaps.make_app(
-        snaps.probed(writes=None, ready=None, mtime=snaps.NOW - 180)))
-    await shoot("host-search", snaps.make_app(live),
-                ("slash", *"accept len: 3.9", "enter", "N", "N"))
+    await shoot(
+        "host-dead", snaps.make_app(snaps.probed(writes=None, ready=None, mtime=snaps.NOW - 180))
+    )
+    await shoot(
+        "host-search", snaps.make_app(live), ("slash", *"accept len: 3.9", "enter", "N", "N")
+    )
     await shoot("host-kill-modal", snaps.make_app(live), ("k",))
 
 

@@ -467,6 +467,8 @@ def test_a_kill_whose_host_stays_unreachable_is_audited_and_says_where_its_end_i
     import tui.ops.kill
 
     # How long babysit tries to read the end back: the host stays away past any budget.
+    # The grace outlasts the drop even on a loaded machine, so the end cannot come back
+    # on the channel first.
     monkeypatch.setattr(tui.ops.kill, "READ_BACK_SLACK", 3.0)
     server = ignoring_server(tmp_path, servers)
     own = start_sshd(tmp_path / "sshd")
@@ -474,7 +476,7 @@ def test_a_kill_whose_host_stays_unreachable_is_audited_and_says_where_its_end_i
         config = write_config(tmp_path, "ssh", own, sim_service(server))
         watcher = drop_after_sigterm(server.log, own.stop)  # listener and sessions
         status = main(
-            ["kill", "h/qwen", "--pid", str(server.pid), "--grace", "1", "--config", str(config)]
+            ["kill", "h/qwen", "--pid", str(server.pid), "--grace", "3", "--config", str(config)]
         )
         watcher.join(5)
         err = capsys.readouterr().err

@@ -267,3 +267,29 @@ async def test_hashed_names_and_negated_patterns_are_read_as_openssh_reads_them(
     subprocess.run(["ssh-keygen", "-q", "-H", "-f", str(known)], check=True)
     assert name not in known.read_text()
     await run_ok(direct(sshd, known))
+
+
+# ---------------------------------------------------------------- the cipher
+
+
+async def negotiated_cipher(host: Host) -> str:
+    from tui.remote.sshdial import Dialer
+
+    assert host.ssh is not None
+    conn = await Dialer(host.ssh, "h", lambda conn, error: None).connect()
+    try:
+        return conn.get_extra_info("send_cipher")
+    finally:
+        conn.close()
+        await conn.wait_closed()
+
+
+async def test_aes_gcm_is_offered_first(sshd: Sshd, home: Path) -> None:
+    ssh_config(home, sshd)
+    # asyncssh makes ChaCha20 cipher contexts anew for every packet; AES-GCM keeps one
+    assert await negotiated_cipher(direct(sshd, sshd.known_hosts)) == "aes128-gcm@openssh.com"
+
+
+async def test_the_ssh_configs_ciphers_are_the_ones_offered(sshd: Sshd, home: Path) -> None:
+    ssh_config(home, sshd, "Ciphers aes256-ctr", f"UserKnownHostsFile {sshd.known_hosts}")
+    assert await negotiated_cipher(box(sshd)) == "aes256-ctr"

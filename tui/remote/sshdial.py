@@ -27,6 +27,24 @@ from tui.remote.hostkeys import HostKeyCheck, KnownHosts, Target, resolve
 #: Missed keepalive answers before the link is declared lost.
 KEEPALIVE_COUNT_MAX = 3
 
+#: The ciphers offered, best first, unless the ssh config names its own (``Ciphers``):
+#: asyncssh's defaults with AES-GCM ahead of ChaCha20-Poly1305. All are AEAD or
+#: OpenSSH's own defaults; asyncssh builds two new ChaCha20 cipher contexts for every
+#: packet (about 14 us each way here) where AES-GCM reuses one (about 2 us), and a
+#: follow at a few lines a second sends one packet per line.
+CIPHERS = tuple(
+    alg
+    for alg in (
+        "aes128-gcm@openssh.com",
+        "aes256-gcm@openssh.com",
+        "chacha20-poly1305@openssh.com",
+        "aes256-ctr",
+        "aes192-ctr",
+        "aes128-ctr",
+    )
+    if alg.encode() in asyncssh.encryption.get_encryption_algs()
+)
+
 #: Called with a connection and the error that ended it (None for a clean close).
 Lost = Callable[[asyncssh.SSHClientConnection | None, Exception | None], None]
 
@@ -144,6 +162,8 @@ class Dialer:
         )
         if options.config.get("HostKeyAlgorithms") is None:  # the ssh config's choice wins
             kwargs = {**kwargs, "server_host_key_algs": check.host_key_algorithms()}
+        if options.config.get("Ciphers") is None:
+            kwargs = {**kwargs, "encryption_algs": CIPHERS}
         try:
             conn = await asyncssh.connect(
                 ep.host,
