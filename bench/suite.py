@@ -7,7 +7,7 @@ the ratio babysit ÷ peer and the target — and writes it with every raw figure
 and the machine it ran on to ``bench/results/<date>-<host>.json``.
 
     bench/run [--quick]
-              [--only follow,big-log,tui,parse,fleet,export,demo,sim,agent,traps,serving]
+              [--only follow,big-log,tui,parse,fleet,export,demo,cold,sim,agent,traps,serving]
               [--no-install] [--out DIR]
 
 A full run takes about 11 minutes on a 2-core machine; ``--quick`` about 6
@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import peers as peers_mod
 from suite_local import big_log, follow_over_ssh, parse, tui_follow
-from suite_scripts import agent_payload, demo, export, fleet, sim, traps
+from suite_scripts import agent_payload, cold, demo, export, fleet, sim, traps
 from suite_serving import serving
 from suite_table import BENCH, ROOT, Row, progress, render
 
@@ -45,6 +45,7 @@ SECTIONS = (
     "fleet",
     "export",
     "demo",
+    "cold",
     "sim",
     "agent",
     "traps",
@@ -103,6 +104,7 @@ def main() -> int:
         ("fleet", lambda: fleet(args.quick, raw)),
         ("export", lambda: export(args.quick, raw)),
         ("demo", lambda: demo(args.quick, raw)),
+        ("cold", lambda: cold(args.quick, raw)),
         ("sim", lambda: sim(args.quick, raw)),
         ("agent", lambda: agent_payload(raw)),
         ("traps", lambda: traps(found, raw)),
@@ -136,9 +138,8 @@ def main() -> int:
         "Ratios are babysit ÷ peer (below 1 is better for times, CPU and memory).",
         "Follow over SSH: a loopback sshd on this machine, so 'both ends' share its "
         "cores; lnav follows through its own tailer copied to the host and polls it about "
-        "once a second, and its client CPU includes its TUI; babysit's client CPU is the "
-        "bench process its follower runs in, so it also carries the bench's own per-line "
-        "bookkeeping, which the peers' figures do not.",
+        "once a second, and its client CPU includes its TUI; babysit's client is "
+        "`babysit tail -f`, a process of its own, as the ssh client is tail -F's.",
         "Traps: babysit via `babysit tail -f --json` (local transport) and its TUI; "
         "TUIs read via capture-pane, lnav also via :write-view-to. Whether a follower that "
         "watches the size (tail -F, toolong) catches truncate-and-regrow is a race: that "
