@@ -176,3 +176,56 @@ async def test_the_host_screen_shows_a_death_line_hint_as_status_does(tmp_path: 
             assert any(line in e and "crashed with exit code -9" in e for e in death.evidence)
     finally:
         server.kill()
+
+
+async def test_a_steady_live_run_is_redrawn_without_a_new_layout(tmp_path: Path) -> None:
+    """Each probe of an unchanged run brings the same launch diff and banner rows (only
+    ages move): the launch pane is not drawn again, and the banner is drawn in place,
+    never asking the screen for a new layout."""
+    from tui.app.widgets.launch_pane import LaunchPane
+
+    log = tmp_path / "serve.log"
+    server = Server(log)
+    try:
+        server.wait_for(READY)
+        app = app_for(log, server)
+        async with app.run_test(size=(120, 36)) as pilot:
+            screen = screen_of(pilot)
+            await until(
+                lambda: screen.assessment is not None and screen.assessment.verdict is Verdict.LIVE,
+                "LIVE",
+                pilot=pilot,
+            )
+            banner, pane = screen.query_one(RunBanner), screen.query_one(LaunchPane)
+            await until(lambda: "--port" in str(pane.render()), "the launch pane", pilot=pilot)
+            await pilot.pause(0.5)
+            layouts: list[str] = []
+            updates: list[str] = []
+            for name, widget in (("banner", banner), ("pane", pane)):
+
+                def spy(*regions: Any, _real: Any = widget.refresh, _name: str = name, **kw: Any):
+                    if kw.get("layout"):
+                        layouts.append(_name)
+                    return _real(*regions, **kw)
+
+                widget.refresh = spy  # type: ignore[method-assign]
+            real_update = pane.update
+
+            def update(*args: Any, **kw: Any) -> None:
+                updates.append("pane")
+                real_update(*args, **kw)
+
+            pane.update = update  # type: ignore[method-assign]
+            seen: set[float] = set()
+
+            def probed() -> bool:
+                assert screen.assessment is not None
+                seen.add(screen.assessment.checked_at)
+                return len(seen) >= 6
+
+            await until(probed, "five more probes", pilot=pilot)
+            await pilot.pause(1.1)  # the banner's age ticks at least once
+            assert screen.assessment.verdict is Verdict.LIVE
+            assert layouts == [] and updates == []
+    finally:
+        server.kill()

@@ -149,6 +149,8 @@ class LaunchPane(Static):
         super().__init__(Text("waiting for the first probe …", style="dim"), id=id)
         self.border_title = "Launch: intended vs running"
         self._shown: tuple[LaunchDiff | None, str | None] | None = None
+        #: The text on screen (None: the first one, drawn by the constructor).
+        self._drawn: Text | None = None
 
     def on_resize(self) -> None:
         self.refresh_rows()
@@ -163,7 +165,7 @@ class LaunchPane(Static):
         if self._shown is not None:
             self.show(*self._shown)
         else:
-            self.update(self._waiting())
+            self._draw(self._waiting())
 
     def _waiting(self) -> Text:
         if self.folded:
@@ -185,7 +187,16 @@ class LaunchPane(Static):
         self.set_class(any(r.status is FlagStatus.MISSING for r in rows), "-problem")
         if self.folded:
             words, problem = launch_summary(diff, note)
-            self.update(Text.assemble((words, "bold" if problem else ""), self._key()))
+            self._draw(Text.assemble((words, "bold" if problem else ""), self._key()))
             return
         # An alias is said in its row (``EAGLE (SGLang runs NEXTN as EAGLE)``).
-        self.update(pane_text(diff, note, self.content_size.width or 60, self.line_limit))
+        self._draw(pane_text(diff, note, self.content_size.width or 60, self.line_limit))
+
+    def _draw(self, text: Text) -> None:
+        """Show ``text`` unless it is shown already; a new layout only when it has another
+        number of lines (each probe brings the same diff again)."""
+        if text == self._drawn:
+            return
+        lines = text.plain.count("\n")
+        self.update(text, layout=self._drawn is None or lines != self._drawn.plain.count("\n"))
+        self._drawn = text

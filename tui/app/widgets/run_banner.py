@@ -263,8 +263,10 @@ class RunBanner(Static):
             hints=self.hints,
         )
         if rows != self._rows:  # ages change once a second at most; skip a needless repaint
+            # as many rows (each cut to the width): the same height, so no new layout
+            relayout = len(rows) != len(self._rows)
             self._rows = rows
-            self.update(self._content(rows))
+            self.update(self._content(rows), layout=relayout)
 
     def _style(self, name: str) -> Style:
         return Style.from_rich_style(self.get_component_rich_style(name, partial=True))
