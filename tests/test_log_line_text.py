@@ -42,3 +42,13 @@ def test_line_text_drops_a_crlf_cr_escapes_and_controls() -> None:
     assert line_text(b"ready\r") == "ready"
     assert line_text(b"\x1b]0;pwned\x07a\x1b[31mb\x00c") == "abc"
     assert line_text(b"\xff ok") == "\ufffd ok"
+
+
+@settings(max_examples=500)
+@given(st.binary(max_size=60).map(lambda b: b.replace(b"\n", b"")))
+def test_a_line_is_its_decoded_bytes_with_its_cr_and_unsafe_characters_dropped(raw: bytes) -> None:
+    """The quick way through (a line with nothing to drop is its decoded bytes) reads every
+    line as the whole way does."""
+    from tui.core.sanitize import clean_bytes
+
+    assert line_text(raw) == clean_bytes(raw[:-1] if raw.endswith(b"\r") else raw)

@@ -77,6 +77,10 @@ class Record:
 
 
 def _plain_text(raw: bytes) -> str:
+    # most lines: decoded, and nothing in them to drop (no CR, escape or control)
+    text = raw.decode("utf-8", "replace")
+    if text.isprintable():
+        return text
     if raw.endswith(CARRIAGE_RETURN):
         raw = raw[:-1]
     return clean_bytes(raw)
@@ -86,6 +90,10 @@ def read_record(raw: bytes, format: str = PLAIN) -> Record:
     """One line's bytes (without its newline) read as ``format`` says; never raises."""
     if format != DOCKER_JSON:
         return Record(_plain_text(raw))
+    return _docker_record(raw)
+
+
+def _docker_record(raw: bytes) -> Record:
     try:
         data = json.loads(raw)
     except (ValueError, RecursionError):  # not JSON (UnicodeDecodeError is a ValueError)
@@ -113,7 +121,9 @@ def line_text(raw: bytes, format: str = PLAIN) -> str:
     """One line's bytes (without its newline) as text to show: a plain line's CR
     dropped, a docker record's ``log``; invalid UTF-8 as U+FFFD, escapes and controls
     removed."""
-    return read_record(raw, format).text
+    if format != DOCKER_JSON:
+        return _plain_text(raw)
+    return _docker_record(raw).text
 
 
 @dataclass(frozen=True, slots=True)

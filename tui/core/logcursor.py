@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from tui.core.containers import DOCKER_JSON, PLAIN
-from tui.core.lines import Joined, Record, RecordJoiner, read_record
+from tui.core.lines import Joined, Record, RecordJoiner, line_text, read_record
 
 MAX_LINE_BYTES = 64 * 1024
 #: The longest record of a docker json-file log read whole (a 16 KiB piece of
@@ -313,12 +313,10 @@ class LineSplitter:
         self._record += size
         if self._joiner is None:
             self._start = self._record
-            text = read_record(raw).text + (CUT_MARKER if cut else "")
+            text = line_text(raw) + (CUT_MARKER if cut else "")
             return [self._line(Joined(text, at, size, cut=cut), now, complete=complete)]
-        if cut:  # a record cut is no JSON: its bytes as they are, a line of its own
-            record = Record(read_record(raw).text + CUT_MARKER)
-        else:
-            record = read_record(raw, DOCKER_JSON)
+        # a record cut is no JSON: its bytes as they are, a line of its own
+        record = Record(line_text(raw) + CUT_MARKER) if cut else read_record(raw, DOCKER_JSON)
         if not complete:
             record = Record(record.text, record.stamp, record.stream)
         joined = self._joiner.add(record, at, size)
