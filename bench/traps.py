@@ -47,7 +47,12 @@ from screens import Tmux, kill_tree, lnav_env
 TRAPS = ("rotate", "truncate", "rm")
 FOLLOWERS = ("babysit", "babysit-tui", "tail-F", "toolong", "lnav")
 PRE, AFTER_RENAME, BURST, POST = 40, 10, 60, 20
-SEQ = re.compile(r"seq=(\d{6}) trap=")
+#: A written line shown as a line: its own stamp first on the row (after a border or a
+#: gutter), not the same words quoted further on in one of the viewer's own lines (a
+#: banner's "last line: …" or an event's "… → DEAD: …; last line: …").
+SEQ = re.compile(r"^[^\w\n]*\d{4}-\d\d-\d\dT[\d:.]+ INFO seq=(\d{6}) trap=", re.M)
+#: A written line anywhere, quoted or not.
+QUOTED = re.compile(r"seq=(\d{6}) trap=")
 #: Words a follower might use to tell that the file changed under it.
 REPORT_WORDS = re.compile(
     r"replaced|rotat|truncat|delet|removed|renamed|inaccessible|cannot be opened|"
@@ -269,7 +274,7 @@ class Run:
             if at < before:
                 continue
             for line in screen.splitlines():
-                if SEQ.search(line) or not REPORT_WORDS.search(line):
+                if QUOTED.search(line) or not REPORT_WORDS.search(line):
                     continue
                 text = " ".join(line.strip(" │┃").split())
                 if _norm(line) not in baseline and text not in events:
