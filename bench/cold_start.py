@@ -34,6 +34,7 @@ import psutil
 from fleet_setup import started_fleet
 from screens import Tmux, cpu_of, tree, tree_cpu
 from support.sshd import Sshd
+from tail_latency import ssh_argv
 
 BABYSIT = [sys.executable, "-m", "tui"]
 
@@ -69,21 +70,7 @@ def measure(repeat: int, idle: float) -> dict[str, object]:
             config = root / "hosts.yaml"
             config.write_text(fleet.hosts_yaml)
             (sshd,) = fleet.sshds
-            ssh = [
-                "ssh",
-                "-p",
-                str(sshd.port),
-                "-i",
-                str(sshd.client_key),
-                "-o",
-                f"UserKnownHostsFile={sshd.known_hosts}",
-                "-o",
-                "StrictHostKeyChecking=yes",
-                "-o",
-                "BatchMode=yes",
-                f"{sshd.user}@127.0.0.1",
-                "true",
-            ]
+            ssh = ssh_argv(sshd, "true")
             ssh_times = wall(ssh, repeat)
             status_times = wall([*BABYSIT, "status", "node00", "--config", str(config)], repeat)
             out["ssh_true_seconds"] = statistics.median(ssh_times)

@@ -182,8 +182,10 @@ async def run_babysit(sshd: Sshd, log: Path, rate: int, seconds: float) -> Resul
     )
 
 
-async def run_ssh_tail(sshd: Sshd, log: Path, rate: int, seconds: float) -> Result:
-    ssh = await asyncio.create_subprocess_exec(
+def ssh_argv(sshd: Sshd, *command: str) -> list[str]:
+    """OpenSSH's own client running ``command`` on this sshd, with its key and its host key
+    checked (a new connection each time)."""
+    return [
         "ssh",
         "-p",
         str(sshd.port),
@@ -196,11 +198,13 @@ async def run_ssh_tail(sshd: Sshd, log: Path, rate: int, seconds: float) -> Resu
         "-o",
         "BatchMode=yes",
         f"{sshd.user}@127.0.0.1",
-        "tail",
-        "-F",
-        "-n",
-        "0",
-        str(log),
+        *command,
+    ]
+
+
+async def run_ssh_tail(sshd: Sshd, log: Path, rate: int, seconds: float) -> Result:
+    ssh = await asyncio.create_subprocess_exec(
+        *ssh_argv(sshd, "tail", "-F", "-n", "0", str(log)),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL,
     )

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +42,13 @@ def screen_of(pilot: Pilot[Any]) -> HostScreen:
     return screen
 
 
-async def test_banner_follows_the_run_and_w_follows_the_writer(tmp_path: Path) -> None:
+def verdict_of(screen: HostScreen) -> Verdict | None:
+    return screen.assessment.verdict if screen.assessment else None
+
+
+@contextlib.asynccontextmanager
+async def live_screen(tmp_path: Path) -> AsyncIterator[tuple[Server, Path, Pilot[Any], HostScreen]]:
+    """A sim's run on its host screen, once the banner says LIVE; the sim ends after."""
     log = tmp_path / "serve.log"
     server = Server(log)
     try:
@@ -48,57 +56,58 @@ async def test_banner_follows_the_run_and_w_follows_the_writer(tmp_path: Path) -
         app = app_for(log, server)
         async with app.run_test(size=(120, 36)) as pilot:
             screen = screen_of(pilot)
-
-            def verdict() -> Verdict | None:
-                return screen.assessment.verdict if screen.assessment else None
-
-            await until(lambda: verdict() is Verdict.LIVE, "LIVE", pilot=pilot)
-            banner = screen.query_one(RunBanner)
-            assert banner.has_class("-live")
-            assert f"pid {server.pid}" in str(banner.render())
-
-            old_inode = log.stat().st_ino
-            log.unlink()
-            log.write_text("an impostor wrote this\n")
-            await until(lambda: verdict() is Verdict.STALE, "STALE", pilot=pilot)
-            view = screen.query_one(LogView)
-            await until(
-                lambda: view.file is not None and view.file.inode != old_inode,
-                "the pane to switch to the new file",
-                pilot=pilot,
-            )
-            assert "press w to follow the writer" in str(banner.render())
-            changes = [
-                r
-                for r in view.buffer
-                if isinstance(r, EventRow) and r.event.kind is EventKind.VERDICT
-            ]
-            assert changes and changes[-1].event.message.startswith(
-                "LIVE → STALE: log replaced: it writes deleted inode "
-            )  # why, first, as the banner says it
-
-            await pilot.press("w")
-            await until(
-                lambda: view.file is not None and view.file.inode == old_inode,
-                "the pane to follow the writer's deleted file",
-                pilot=pilot,
-            )
-            assert view.file is not None and view.file.writer_pid == server.pid
-            writer_rows = [
-                r
-                for r in view.buffer
-                if isinstance(r, EventRow) and r.event.kind is EventKind.WRITER
-            ]
-            assert writer_rows[-1].event.message == (
-                f"following pid {server.pid}'s stdout: {log} (deleted)"
-            )
-            assert any(isinstance(r, LogLine) and READY in r.text for r in view.buffer)
-
-            server.kill()
-            await until(lambda: verdict() is Verdict.DEAD, "DEAD", pilot=pilot)
-            assert banner.has_class("-dead")
+            await until(lambda: verdict_of(screen) is Verdict.LIVE, "LIVE", pilot=pilot)
+            yield server, log, pilot, screen
     finally:
         server.kill()
+
+
+async def test_banner_follows_the_run_and_w_follows_the_writer(tmp_path: Path) -> None:
+    async with live_screen(tmp_path) as (server, log, pilot, screen):
+
+        def verdict() -> Verdict | None:
+            return verdict_of(screen)
+
+        banner = screen.query_one(RunBanner)
+        assert banner.has_class("-live")
+        assert f"pid {server.pid}" in str(banner.render())
+
+        old_inode = log.stat().st_ino
+        log.unlink()
+        log.write_text("an impostor wrote this\n")
+        await until(lambda: verdict() is Verdict.STALE, "STALE", pilot=pilot)
+        view = screen.query_one(LogView)
+        await until(
+            lambda: view.file is not None and view.file.inode != old_inode,
+            "the pane to switch to the new file",
+            pilot=pilot,
+        )
+        assert "press w to follow the writer" in str(banner.render())
+        changes = [
+            r for r in view.buffer if isinstance(r, EventRow) and r.event.kind is EventKind.VERDICT
+        ]
+        assert changes and changes[-1].event.message.startswith(
+            "LIVE → STALE: log replaced: it writes deleted inode "
+        )  # why, first, as the banner says it
+
+        await pilot.press("w")
+        await until(
+            lambda: view.file is not None and view.file.inode == old_inode,
+            "the pane to follow the writer's deleted file",
+            pilot=pilot,
+        )
+        assert view.file is not None and view.file.writer_pid == server.pid
+        writer_rows = [
+            r for r in view.buffer if isinstance(r, EventRow) and r.event.kind is EventKind.WRITER
+        ]
+        assert writer_rows[-1].event.message == (
+            f"following pid {server.pid}'s stdout: {log} (deleted)"
+        )
+        assert any(isinstance(r, LogLine) and READY in r.text for r in view.buffer)
+
+        server.kill()
+        await until(lambda: verdict() is Verdict.DEAD, "DEAD", pilot=pilot)
+        assert banner.has_class("-dead")
 
 
 async def test_a_probe_that_raises_turns_the_banner_unknown_and_the_loop_comes_back(
@@ -184,48 +193,35 @@ async def test_a_steady_live_run_is_redrawn_without_a_new_layout(tmp_path: Path)
     never asking the screen for a new layout."""
     from tui.app.widgets.launch_pane import LaunchPane
 
-    log = tmp_path / "serve.log"
-    server = Server(log)
-    try:
-        server.wait_for(READY)
-        app = app_for(log, server)
-        async with app.run_test(size=(120, 36)) as pilot:
-            screen = screen_of(pilot)
-            await until(
-                lambda: screen.assessment is not None and screen.assessment.verdict is Verdict.LIVE,
-                "LIVE",
-                pilot=pilot,
-            )
-            banner, pane = screen.query_one(RunBanner), screen.query_one(LaunchPane)
-            await until(lambda: "--port" in str(pane.render()), "the launch pane", pilot=pilot)
-            await pilot.pause(0.5)
-            layouts: list[str] = []
-            updates: list[str] = []
-            for name, widget in (("banner", banner), ("pane", pane)):
+    async with live_screen(tmp_path) as (_, _, pilot, screen):
+        banner, pane = screen.query_one(RunBanner), screen.query_one(LaunchPane)
+        await until(lambda: "--port" in str(pane.render()), "the launch pane", pilot=pilot)
+        await pilot.pause(0.5)
+        layouts: list[str] = []
+        updates: list[str] = []
+        for name, widget in (("banner", banner), ("pane", pane)):
 
-                def spy(*regions: Any, _real: Any = widget.refresh, _name: str = name, **kw: Any):
-                    if kw.get("layout"):
-                        layouts.append(_name)
-                    return _real(*regions, **kw)
+            def spy(*regions: Any, _real: Any = widget.refresh, _name: str = name, **kw: Any):
+                if kw.get("layout"):
+                    layouts.append(_name)
+                return _real(*regions, **kw)
 
-                widget.refresh = spy  # type: ignore[method-assign]
-            real_update = pane.update
+            widget.refresh = spy  # type: ignore[method-assign]
+        real_update = pane.update
 
-            def update(*args: Any, **kw: Any) -> None:
-                updates.append("pane")
-                real_update(*args, **kw)
+        def update(*args: Any, **kw: Any) -> None:
+            updates.append("pane")
+            real_update(*args, **kw)
 
-            pane.update = update  # type: ignore[method-assign]
-            seen: set[float] = set()
+        pane.update = update  # type: ignore[method-assign]
+        seen: set[float] = set()
 
-            def probed() -> bool:
-                assert screen.assessment is not None
-                seen.add(screen.assessment.checked_at)
-                return len(seen) >= 6
+        def probed() -> bool:
+            assert screen.assessment is not None
+            seen.add(screen.assessment.checked_at)
+            return len(seen) >= 6
 
-            await until(probed, "five more probes", pilot=pilot)
-            await pilot.pause(1.1)  # the banner's age ticks at least once
-            assert screen.assessment.verdict is Verdict.LIVE
-            assert layouts == [] and updates == []
-    finally:
-        server.kill()
+        await until(probed, "five more probes", pilot=pilot)
+        await pilot.pause(1.1)  # the banner's age ticks at least once
+        assert screen.assessment.verdict is Verdict.LIVE
+        assert layouts == [] and updates == []
