@@ -18,6 +18,7 @@ tail) are skipped by their file and offset.
 
 from __future__ import annotations
 
+import functools
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -111,6 +112,9 @@ class ServiceFacts:
         #: The run's start and the host's zone the log's readers place lines by.
         self._placed: tuple[float | None, int] | None = None
         self._launch: LaunchDiff | None = None
+        #: The running argv and args line the last diff was made of, and that diff.
+        self._launch_read: tuple[tuple[str, ...], str | None] | None = None
+        self._launch_diff: LaunchDiff | None = None
         self._gpus: ServiceGpus | None = None
         self._sample: MetricSample | None = None
         #: When the canary in flight was sent (host epoch seconds), or None.
@@ -361,15 +365,17 @@ class ServiceFacts:
                 self._store.add_values(self.name, values, ts=now, run=current, label=label)
         self._launch = None
         if run is not None:
-            reported = parse_reported(details.args_line) if details.args_line else None
             # a container's root may be a wrapper (``sh -c``): the diff reads the server's argv
             argv = server_process(run, self.engine).cmdline if assessment.container else None
-            self._launch = launch_diff(
-                self.intended,
-                list(argv if argv is not None else run.root.cmdline),
-                reported,
-                engine=self._flags_engine,
-            )
+            running = tuple(argv if argv is not None else run.root.cmdline)
+            key = (running, details.args_line)
+            if key != self._launch_read:  # each probe of the same run brings the same two
+                reported = parse_reported(details.args_line) if details.args_line else None
+                self._launch_read = key
+                self._launch_diff = launch_diff(
+                    self.intended, list(running), reported, engine=self._flags_engine
+                )
+            self._launch = self._launch_diff
         return self.report(now)
 
     def report(self, now: float) -> ServiceReport:
@@ -452,10 +458,15 @@ def _run_identity(a: Assessment) -> tuple[object, ...] | None:
     return (a.boot_id, run.root.pid, run.root.start_ticks) if run is not None else None
 
 
+#: nvidia-smi's answer read once per host and probe: every service on the host brings the
+#: same text (a GpuQuery is frozen, so the services can share it).
+_read_gpus = functools.lru_cache(maxsize=64)(read_gpus)
+
+
 def _gpus(
     csv: Mapping[str, object], pids: Sequence[int], indexes: Sequence[int], utc_offset: int
 ) -> ServiceGpus:
-    query = read_gpus(
+    query = _read_gpus(
         _int(csv.get("gpus_status")), str(csv.get("gpus") or ""), str(csv.get("gpus_error") or "")
     )
     apps = read_apps(

@@ -19,6 +19,7 @@ value ever being kept, printed or stored.
 
 from __future__ import annotations
 
+import functools
 import hmac
 import re
 import secrets as random_source
@@ -57,6 +58,7 @@ _SCRIPT_FLAG = re.compile(r"-[a-zA-Z]*c|-S")
 _KEY = random_source.token_bytes(32)
 
 
+@functools.lru_cache(maxsize=4096)  # the same flag and variable names, probe after probe
 def secret_name(name: str) -> bool:
     """Whether a flag or variable named ``name`` holds a secret (by its name alone)."""
     if _ANYWHERE.search(name):
