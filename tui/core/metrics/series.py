@@ -237,12 +237,19 @@ class SeriesStore:
     def snapshot(self, service: str, *, now: float, stale_after: float) -> ServiceMetrics:
         latest: dict[SeriesKey, Latest] = {}
         points: dict[SeriesKey, tuple[SeriesPoint, ...]] = {}
-        for key in self.keys(service):
-            series = self.series(key)
-            if series is None or not series.points:
+        run = self._runs.get(service)
+        # :meth:`series` and :meth:`latest` of each key, in one pass (a fleet asks this of
+        # every service on every refresh)
+        for key, segments in self._series.items():
+            if key.service != service or not segments:
                 continue
-            points[key] = tuple(series.points)
-            found = self.latest(key, now=now, stale_after=stale_after)
-            if found is not None:
-                latest[key] = found
-        return ServiceMetrics(service, self._runs.get(service), latest, points)
+            series = segments[-1]
+            if series.run != run or not series.points:
+                continue
+            kept = points[key] = tuple(series.points)
+            last = kept[-1]
+            age = max(0.0, now - last.ts)
+            latest[key] = Latest(
+                key, last.value, last.ts, age, age > stale_after, last.run, last.offset
+            )
+        return ServiceMetrics(service, run, latest, points)
