@@ -154,12 +154,14 @@ def open_app(fleet: Fleet, stopper: SignalStop) -> int:
     from tui.app.app import BabysitApp
     from tui.app.fleet_rows import Fleet as FleetView
     from tui.commands.status import select
+    from tui.gcpolicy import for_long_run
     from tui.hostsfile import parse_config_file
 
     config = parse_config_file(fleet.hosts_yaml)
     os.environ.update(tui_environment(fleet))
     app = BabysitApp(FleetView.of(select(config, []), TITLE))
     stopper.app = app
+    for_long_run()
     try:
         app.run()
     finally:

@@ -33,6 +33,7 @@ from tui.config import Host, Service
 from tui.core.verdicts import worst_exit_status
 from tui.errors import BabysitError, UsageError
 from tui.export.names import TEXTFILE
+from tui.gcpolicy import for_long_run
 from tui.hostsfile import load_config
 
 #: Where ``/metrics`` is served when neither ``--listen`` nor ``--textfile`` is given.
@@ -113,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("nothing to export: hosts.yaml names no services")
     if args.once:
         return asyncio.run(_once(selection, folder))
+    for_long_run()
     return asyncio.run(_serve(selection, where, folder, args.every))
 
 

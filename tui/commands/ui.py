@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from tui.cli import VERBS, add_config_option
 from tui.config import Config, Host, Service
 from tui.errors import ConfigError, UsageError
+from tui.gcpolicy import for_long_run
 from tui.hostsfile import CONFIG_ENV, find_config, load_config
 from tui.invocation import command
 
@@ -145,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
     from tui.app.app import make_app
 
     app = make_app(config, args.names, read_only=args.read_only)
+    for_long_run()
     app.run()
     return app.return_code or 0
 
