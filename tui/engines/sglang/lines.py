@@ -92,7 +92,7 @@ class Reader(ReaderClock):
         self._times: dict[str, datetime] = {}
 
     def records(self, text: str, offset: int | None, *, run: int = 0) -> Sequence[MetricSample]:
-        if "batch" not in text:
+        if "Decode batch" not in text and "Prefill batch" not in text:  # the heads
             return _NONE
         try:
             # the common case first: the release prefix at the start, one line
