@@ -195,8 +195,9 @@ class LaunchPane(Static):
     def _draw(self, text: Text) -> None:
         """Show ``text`` unless it is shown already; a new layout only when it has another
         number of lines (each probe brings the same diff again)."""
-        if text == self._drawn:
-            return
+        drawn = self._drawn
+        if drawn is not None and text == drawn and text.style == drawn.style:
+            return  # (Text's == compares the characters and spans, not the base style)
         lines = text.plain.count("\n")
-        self.update(text, layout=self._drawn is None or lines != self._drawn.plain.count("\n"))
+        self.update(text, layout=drawn is None or lines != drawn.plain.count("\n"))
         self._drawn = text
