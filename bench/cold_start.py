@@ -44,7 +44,10 @@ def wall(argv: list[str], repeat: int, **kwargs: object) -> list[float]:
     times = []
     for n in range(repeat + 1):
         started = time.perf_counter()
-        subprocess.run(argv, check=True, capture_output=True, cwd=ROOT, **kwargs)  # type: ignore[call-overload]
+        done = subprocess.run(argv, capture_output=True, cwd=ROOT, check=False, **kwargs)  # type: ignore[call-overload]
+        if done.returncode != 0:  # status: a service that is not LIVE would time another path
+            words = (done.stdout + done.stderr).decode(errors="replace").strip()
+            raise SystemExit(f"{argv[-3:]} exited {done.returncode}: {words[-300:]}")
         if n:
             times.append(time.perf_counter() - started)
     return times

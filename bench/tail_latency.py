@@ -133,6 +133,8 @@ async def run_babysit(sshd: Sshd, log: Path, rate: int, seconds: float) -> Resul
     while time.monotonic() < deadline and not agent:
         await asyncio.sleep(0.2)
         agent = [p for p in session_tree(sshd) if "babysit-agent" in " ".join(p.cmdline())]
+    if not agent:
+        raise RuntimeError("babysit tail -f started no agent on the host within 20 s")
     await asyncio.sleep(1.0)
     sessions = session_tree(sshd)
     agent = [p for p in sessions if "babysit-agent" in " ".join(p.cmdline())]

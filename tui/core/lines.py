@@ -26,10 +26,9 @@ import re
 from dataclasses import dataclass
 
 from tui.core.containers import DOCKER_JSON, PLAIN
-from tui.core.sanitize import clean_bytes, clean_line
+from tui.core.sanitize import clean_line
 
 NEWLINE = b"\n"
-CARRIAGE_RETURN = b"\r"
 #: Characters one joined line holds at most; the rest of its records are skipped.
 MAX_JOINED_CHARS = 64 * 1024
 #: Shown at the end of a joined line cut at :data:`MAX_JOINED_CHARS`.
@@ -77,13 +76,10 @@ class Record:
 
 
 def _plain_text(raw: bytes) -> str:
-    # most lines: decoded, and nothing in them to drop (no CR, escape or control)
     text = raw.decode("utf-8", "replace")
-    if text.isprintable():
+    if text.isprintable():  # most lines: nothing in them to drop (no CR, escape or control)
         return text
-    if raw.endswith(CARRIAGE_RETURN):
-        raw = raw[:-1]
-    return clean_bytes(raw)
+    return clean_line(text[:-1] if text.endswith("\r") else text)
 
 
 def read_record(raw: bytes, format: str = PLAIN) -> Record:

@@ -229,10 +229,7 @@ class SeriesStore:
     def latest(self, key: SeriesKey, *, now: float, stale_after: float) -> Latest | None:
         series = self.series(key)
         point = None if series is None else series.last
-        if point is None:
-            return None
-        age = max(0.0, now - point.ts)
-        return Latest(key, point.value, point.ts, age, age > stale_after, point.run, point.offset)
+        return None if point is None else _latest(key, point, now, stale_after)
 
     def snapshot(self, service: str, *, now: float, stale_after: float) -> ServiceMetrics:
         latest: dict[SeriesKey, Latest] = {}
@@ -247,9 +244,11 @@ class SeriesStore:
             if series.run != run or not series.points:
                 continue
             kept = points[key] = tuple(series.points)
-            last = kept[-1]
-            age = max(0.0, now - last.ts)
-            latest[key] = Latest(
-                key, last.value, last.ts, age, age > stale_after, last.run, last.offset
-            )
+            latest[key] = _latest(key, kept[-1], now, stale_after)
         return ServiceMetrics(service, run, latest, points)
+
+
+def _latest(key: SeriesKey, point: SeriesPoint, now: float, stale_after: float) -> Latest:
+    """``point`` as the latest of ``key`` at ``now``, with its age."""
+    age = max(0.0, now - point.ts)
+    return Latest(key, point.value, point.ts, age, age > stale_after, point.run, point.offset)
