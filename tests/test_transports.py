@@ -8,6 +8,7 @@ tests can look at /proc to see that ended commands are really gone.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 import uuid
 from pathlib import Path
@@ -18,6 +19,7 @@ from support.wait import until
 
 from tui.errors import CommandTimeout
 from tui.remote import Transport
+from tui.remote.local import LocalTransport
 
 pytestmark = pytest.mark.integration
 
@@ -158,3 +160,25 @@ async def test_stream_reports_exit_status_and_stderr(transport: Transport) -> No
         err = await process.read_stderr()
         status = await process.wait()
     assert (out, err, status) == (b"a\n", b"oops\n", 4)
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+async def test_a_local_stream_left_while_a_grandchild_holds_its_pipe_leaves_no_fd_open() -> None:
+    """asyncio closes a subprocess's pipes only at EOF: a command that exits while a child
+    of its own still holds stdout would keep our ends open (and the transport alive past
+    its loop, where its finalizer fails) unless leaving the stream closes them."""
+    marker = _marker()
+    before = _open_fds()
+    script = 'sleep 30 & echo "$!"'
+    async with LocalTransport().stream(["sh", "-c", script, marker]) as process:
+        first = await anext(process.chunks())
+        assert await process.wait() == 0
+    grandchild = psutil.Process(int(first.split()[0]))
+    try:
+        assert grandchild.is_running() and grandchild.name() == "sleep"
+        assert _open_fds() == before
+    finally:
+        grandchild.kill()

@@ -52,6 +52,20 @@ async def _end(proc: asyncio.subprocess.Process) -> None:
         await proc.wait()
 
 
+def _release(proc: asyncio.subprocess.Process) -> None:
+    """Close the pipes of ``proc`` once we are done with it.
+
+    asyncio closes a subprocess transport only when the process has exited *and* every
+    pipe has reached EOF; a stream left before EOF, or a grandchild still holding stdout,
+    would keep the pipes (and their fds) open until the transport is collected, perhaps
+    after its loop has closed. ``Process`` offers no public close, so its transport's
+    (a public method) is reached through the attribute asyncio sets.
+    """
+    transport = getattr(proc, "_transport", None)
+    if transport is not None:
+        transport.close()
+
+
 def _not_found(argv: Sequence[str], error: OSError) -> Completed:
     message = f"{argv[0]}: {error.strerror or error}\n".encode()
     return Completed(tuple(argv), EXIT_NOT_FOUND, b"", message)
@@ -141,6 +155,8 @@ class LocalTransport(Transport):
         except asyncio.CancelledError:
             await asyncio.shield(_end(proc))
             raise
+        finally:
+            _release(proc)
         status = proc.returncode
         if status is not None and status < 0:
             return Completed(tuple(argv), None, out, err, signal=signal.Signals(-status).name)
@@ -168,5 +184,8 @@ class LocalTransport(Transport):
         try:
             yield LocalProcess(proc, lifeline=lifeline)
         finally:
-            if proc.returncode is None:
-                await asyncio.shield(_end(proc))
+            try:
+                if proc.returncode is None:
+                    await asyncio.shield(_end(proc))
+            finally:
+                _release(proc)
