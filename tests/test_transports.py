@@ -162,23 +162,72 @@ async def test_stream_reports_exit_status_and_stderr(transport: Transport) -> No
     assert (out, err, status) == (b"a\n", b"oops\n", 4)
 
 
-def _open_fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
+def _pipes_held_here() -> set[str]:
+    """The pipes this process holds an fd of, as the kernel names them ("pipe:[inode]")."""
+    held = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # the listing's own fd, or one closed meanwhile
+            continue
+        if target.startswith("pipe:"):
+            held.add(target)
+    return held
 
 
 async def test_a_local_stream_left_while_a_grandchild_holds_its_pipe_leaves_no_fd_open() -> None:
     """asyncio closes a subprocess's pipes only at EOF: a command that exits while a child
     of its own still holds stdout would keep our ends open (and the transport alive past
-    its loop, where its finalizer fails) unless leaving the stream closes them."""
+    its loop, where its finalizer fails) unless leaving the stream closes them.
+
+    The pipe is named by the grandchild's own fd 1, so fds other tests of this worker open
+    or close meanwhile do not count. (The command may have exited or not when the stream
+    is left: either way our end closes.)"""
     marker = _marker()
-    before = _open_fds()
-    script = 'sleep 30 & echo "$!"'
-    async with LocalTransport().stream(["sh", "-c", script, marker]) as process:
-        first = await anext(process.chunks())
-        assert await process.wait() == 0
-    grandchild = psutil.Process(int(first.split()[0]))
+    # setsid: the grandchild leaves the command's group, so ending the group spares it
+    script = 'setsid sleep 30 & echo "$!"'
+    grandchild: psutil.Process | None = None
     try:
-        assert grandchild.is_running() and grandchild.name() == "sleep"
-        assert _open_fds() == before
+        async with LocalTransport().stream(["sh", "-c", script, marker]) as process:
+            first = await anext(process.chunks())
+            grandchild = held = psutil.Process(int(first.split()[0]))
+            # the fork is seen before its exec: until it is the sleep that holds the pipe
+            await until(lambda: held.name() == "sleep", "the grandchild's exec", timeout=5)
+            its_stdout = os.readlink(f"/proc/{held.pid}/fd/1")
+            assert its_stdout in _pipes_held_here()  # the stream reads that very pipe
+        assert grandchild.is_running()  # still holding the pipe: no EOF came
+        # asyncio closes a pipe's fd on the loop's next turn after its transport is closed
+        await until(lambda: its_stdout not in _pipes_held_here(), "our end closed", timeout=5)
     finally:
-        grandchild.kill()
+        if grandchild is not None:
+            grandchild.kill()
+
+
+async def test_leaving_a_local_stream_ends_its_command_though_a_grandchild_holds_its_pipe() -> None:
+    """Ending a command waits for the command, not for EOF on its pipes: a grandchild that
+    left its group keeps stdout open for 30 s, and leaving must not wait for it, even when
+    the command ignores SIGTERM and is killed. (asyncio's wait() returns only at EOF of
+    every pipe, unless the exit was seen before the call; an unread, paused pipe never
+    gets there either.)"""
+    marker = _marker()
+    script = 'trap "" TERM; setsid sleep 30 & echo "$!"; sleep 30'
+    grandchild: psutil.Process | None = None
+
+    async def leave() -> None:
+        nonlocal grandchild
+        async with LocalTransport().stream(["sh", "-c", script, marker]) as process:
+            first = await anext(process.chunks())
+            grandchild = psutil.Process(int(first.split()[0]))
+
+    try:
+        await asyncio.wait_for(leave(), 15)  # a guard against the hang, not a timing
+        held = grandchild
+        assert held is not None
+        await until(lambda: held.name() == "sleep", "the grandchild's exec", timeout=5)
+        assert held.is_running()  # spared: it left the group we ended
+        await _gone(marker, "the command ended")
+        its_stdout = os.readlink(f"/proc/{held.pid}/fd/1")
+        await until(lambda: its_stdout not in _pipes_held_here(), "our end closed", timeout=5)
+    finally:
+        if grandchild is not None:
+            grandchild.kill()

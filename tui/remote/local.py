@@ -40,16 +40,33 @@ def _signal_group(proc: asyncio.subprocess.Process, signum: int) -> None:
 
 
 async def _end(proc: asyncio.subprocess.Process) -> None:
-    """Close its stdin (a lifeline's end), SIGTERM the command's group, then SIGKILL it if
-    it has not gone within the grace."""
+    """Close its stdin (a lifeline's end) and our ends of its output, SIGTERM the command's
+    group, then SIGKILL it if it has not gone within the grace.
+
+    We are leaving, so what it still writes is not ours to read; and asyncio's ``wait()``
+    returns only once every pipe has reached EOF (unless it saw the exit before the call):
+    a reader paused on a full buffer, or a grandchild that left the group holding stdout,
+    would hold that off past the grace, and past the SIGKILL for ever.
+    """
     if proc.stdin is not None and not proc.stdin.is_closing():
         proc.stdin.close()
+    _close_output(proc)
     _signal_group(proc, signal.SIGTERM)
     try:
         await asyncio.wait_for(proc.wait(), TERM_GRACE)
     except asyncio.TimeoutError:
         _signal_group(proc, signal.SIGKILL)
         await proc.wait()
+
+
+def _close_output(proc: asyncio.subprocess.Process) -> None:
+    """Close our ends of the command's stdout and stderr pipes (the transport's, reached
+    as :func:`_release` says)."""
+    transport = getattr(proc, "_transport", None)
+    for fd in (1, 2):
+        pipe = transport.get_pipe_transport(fd) if transport is not None else None
+        if pipe is not None:
+            pipe.close()
 
 
 def _release(proc: asyncio.subprocess.Process) -> None:
