@@ -12,10 +12,12 @@ import os
 import shlex
 import shutil
 import subprocess
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 from test_demo import BABYSIT, babysit, demo_env, leftovers, printed, running_fleet, typed, wait_for
 
@@ -79,7 +81,7 @@ class Tmux:
         try:
             wait_for(visible, timeout, f"{text!r} on the screen", step=0.1)
         except AssertionError as error:
-            raise AssertionError(f"{error}; the screen:\n{shown[0]}") from None
+            raise AssertionError(f"{error}; the screen:\n{shown[0]}{self.stacks()}") from None
         return shown[0]
 
     def wait_until(self, check: Callable[[str], bool], what: str, timeout: float = 20) -> str:
@@ -93,8 +95,33 @@ class Tmux:
         try:
             wait_for(holds, timeout, what, step=0.1)
         except AssertionError as error:
-            raise AssertionError(f"{error}; the screen:\n{shown[0]}") from None
+            raise AssertionError(f"{error}; the screen:\n{shown[0]}{self.stacks()}") from None
         return shown[0]
+
+    def stacks(self) -> str:
+        """What babysit's own processes in the pane are doing (py-spy's dump of each
+        thread), for a wait that timed out: a screen that stopped changing says only
+        that it did. The simulated servers and the load on them are left out."""
+        pane = self.run("display-message", "-p", "-t", self.session, "#{pane_pid}").stdout
+        try:
+            shell = psutil.Process(int(pane.strip()))
+            descendants = shell.children(recursive=True)
+        except (ValueError, psutil.Error):
+            return ""
+        dumps = []
+        for process in descendants:
+            try:
+                cmdline = process.cmdline()
+            except psutil.Error:
+                continue
+            if "python" not in " ".join(cmdline[:1]) or {"sim", "tui.demo.load"} & set(cmdline):
+                continue
+            dump = subprocess.run(
+                [str(Path(sys.executable).parent / "py-spy"), "dump", "--pid", str(process.pid)],
+                capture_output=True, text=True, timeout=20, check=False,
+            )  # fmt: skip
+            dumps.append(f"\n--- {shlex.join(cmdline)}\n{dump.stdout}{dump.stderr}")
+        return "".join(dumps)
 
     def keys(self, *keys: str) -> None:
         self.run("send-keys", "-t", self.session, *keys)

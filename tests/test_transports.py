@@ -93,6 +93,24 @@ async def test_exit_status_stdout_stderr_and_stdin(transport: Transport) -> None
     assert empty.ok and empty.stdout == b""
 
 
+async def test_a_command_that_ends_before_its_stdin_is_written_says_its_own_failure(
+    transport: Transport,
+) -> None:
+    """A command that fails at once (as ``docker exec`` of a missing container does) may
+    end, and its channel close, before the stdin babysit sends it is written: its stderr
+    and exit status are the answer, never a "connection lost". Which comes first is a
+    race (won most often when other commands share the connection, as a fleet's probes
+    do), so it is run many times, four at once."""
+    data = os.urandom(40_000)  # about a probe agent's size, as it travels
+    fails = ["sh", "-c", "echo nope >&2; exit 3"]
+    for _ in range(30):
+        results = await asyncio.gather(
+            *(transport.run(fails, timeout=20, stdin=data) for _ in range(4))
+        )
+        for result in results:
+            assert (result.exit_status, result.stderr) == (3, b"nope\n"), result
+
+
 async def test_missing_command_is_exit_127_not_an_error(transport: Transport) -> None:
     result = await transport.run(["no-such-command-babysit"], timeout=20)
     assert result.exit_status == 127

@@ -127,8 +127,12 @@ class SshTransport(Transport):
             process = await self._open(wrapped, deadline)
             try:
                 if stdin is not None:
-                    process.stdin.write(stdin)
-                    process.stdin.write_eof()
+                    # A command that ended at once (a hop that failed: no such container)
+                    # may have closed the channel under the write; its output and status
+                    # say why, which a failed write would hide as a lost connection.
+                    with contextlib.suppress(BrokenPipeError):
+                        process.stdin.write(stdin)
+                        process.stdin.write_eof()
                 remaining = max(deadline - time.monotonic(), 0.01)
                 out, err = await asyncio.wait_for(process.communicate(), remaining)
             except asyncio.TimeoutError:
