@@ -556,3 +556,66 @@ def test_prometheus_names_are_llamacpp_own():
     assert prom.gauges["llamacpp:requests_processing"] == (Metric.RUNNING, True)
     assert prom.gauges["llamacpp:requests_deferred"] == (Metric.QUEUED, True)
     assert prom.rates["llamacpp:tokens_predicted_total"] is GEN
+
+
+# ---------------------------------------------------------------- placed by the run's start
+
+
+def _run_at(start: float, ticks: int = 777, *, log_size: int):
+    """A LIVE assessment of a llama-server (pid 4242, ``ticks``) started at ``start``
+    that writes its log: the start as one probe read it."""
+    from tui.core.readiness import Ready
+    from tui.core.runs import Assessment, LogState, OpenFile, Process, Run
+    from tui.core.verdicts import Verdict
+
+    log_file = OpenFile(1, "/srv/llama.log", 64, 9001, deleted=False, write=True, at_log=True)
+    root = Process(
+        pid=4242,
+        ppid=1,
+        start_ticks=ticks,
+        start_time=start,
+        user="root",
+        cmdline=("llama-server", "-m", "model.gguf"),
+        cwd="/",
+        sources=("log",),
+        files=(log_file,),
+    )
+    ready = Ready(seen=True, source="the stamps count from this process's start", anchor=0)
+    return Assessment(
+        host="gpu",
+        service="llama",
+        verdict=Verdict.LIVE,
+        summary="pid 4242 writes this log; ready",
+        checked_at=start + 600,
+        run=Run(root=root, members=(), ready=ready),
+        log=LogState("/srv/llama.log", True, 64, 9001, size=log_size, mtime=start + 600),
+        ready=ready,
+        boot_id="b",
+    )
+
+
+def test_a_runs_start_read_again_a_tick_away_places_its_lines_as_before():
+    """Each probe reads the run's start afresh; a reading a tick or a slew away is the
+    same start (the lines keep their places), a clock stepped by seconds places again."""
+    from tui.core.report import ProbeDetails, ServiceFacts
+
+    facts = ServiceFacts("gpu", "llama", engine="llamacpp", intended=None)
+    start = datetime(2026, 12, 1, 9, 0, 0).timestamp()
+    lines = [
+        (stamp(10_000_000 * n) + slot("print_timing", 0, n, EVAL % (1, 1, 1, 50 + n)) + "\n")
+        for n in range(1, 4)
+    ]
+    tail = b""
+
+    def probe(at: float) -> float:
+        nonlocal tail
+        tail += lines[tail.count(b"\n")].encode()
+        report = facts.observe(_run_at(at, log_size=len(tail)), ProbeDetails(tail, 0))
+        assert report.metrics is not None
+        latest = report.metrics.latest_of(GEN)
+        assert latest is not None
+        return latest.ts
+
+    assert probe(start) == pytest.approx(start + 10, abs=1e-6)
+    assert probe(start + 0.0098) == pytest.approx(start + 20, abs=1e-6)  # a tick away
+    assert probe(start + 5) == pytest.approx(start + 5 + 30, abs=1e-6)  # the clock stepped

@@ -236,7 +236,7 @@ async def test_the_gpu_process_list_is_reused_only_while_it_provably_holds(
 
     try:
         # The run started over 1 s before the list is read: the list may be reused. Its
-        # start is dated on the agent's own clock (boot time from /proc/uptime), which is
+        # start is dated on the agent's own clock (boot time from CLOCK_BOOTTIME), which is
         # the one it compares; psutil's comes from /proc/stat's whole-second boot time.
         [seen] = await probe_host(transport, host, [host.services["a"]], channel=channel)
         assert seen.run is not None and seen.run.root.pid == first.pid, seen.line

@@ -17,12 +17,23 @@ def read_text(path, default=""):
 
 
 def boot_facts():
-    """(boot id, boot time, clock ticks per second). The boot time comes from
-    /proc/uptime (1/100 s) rather than /proc/stat's whole-second btime, so
-    process start times are exact enough to compare with file mtimes."""
+    """(boot id, boot time, clock ticks per second). The boot time is the wall clock
+    less the time since boot read from CLOCK_BOOTTIME (to the microsecond, the clock
+    /proc/PID/stat's start ticks count on): /proc/stat's btime is whole seconds, and
+    /proc/uptime's hundredths move the boot time, and every start time with it, by
+    up to a tick from one reading to the next (and lxcfs makes it the container's)."""
     boot_id = read_text("/proc/sys/kernel/random/boot_id").strip()
-    uptime = float(read_text("/proc/uptime", "0 0").split()[0])
-    return boot_id, time.time() - uptime, os.sysconf("SC_CLK_TCK")
+    return boot_id, time.time() - _since_boot(), os.sysconf("SC_CLK_TCK")
+
+
+def _since_boot():
+    clock = getattr(time, "CLOCK_BOOTTIME", None)  # Python 3.7 and later
+    if clock is not None:
+        try:
+            return time.clock_gettime(clock)
+        except OSError:
+            pass
+    return float(read_text("/proc/uptime", "0 0").split()[0])
 
 
 def process_table():

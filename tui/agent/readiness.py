@@ -14,7 +14,7 @@ ARGS_SCAN = 4 * 1024 * 1024
 # dump prints a list one element a line, so the line count is only a second guard.
 ARGS_DUMP_BYTES = 64 * 1024
 ARGS_DUMP_LINES = 4096
-# Start times are known to 1/100 s (clock ticks and /proc/uptime); allow that much.
+# Start times are known to a clock tick (1/100 s); allow that much.
 START_SLACK = 0.05
 # A process stamps its first line within this many seconds of its start (its build and
 # system lines come first), so a log whose first stamp is later lost its first lines.
