@@ -56,9 +56,6 @@ if TYPE_CHECKING:
 DEFAULT_STALE_AFTER = 30.0
 #: Files whose read offsets a service's facts remember (the log and its recent copies).
 FILES_REMEMBERED = 8
-#: How far one run's start may move between readings (the host's clock slewed, its boot
-#: time read again) before its lines are placed again: past this the clock was stepped.
-START_MOVED = 0.5
 
 
 class ServiceFacts:
@@ -112,8 +109,6 @@ class ServiceFacts:
         self._container = ContainerWatch()
         #: This run's anchor in its log file: ((dev, inode), offset), when the run writes it.
         self._anchor: tuple[tuple[int, int], int] | None = None
-        #: The run's start and the host's zone the log's readers place lines by.
-        self._placed: tuple[tuple[object, ...] | None, float | None, int] | None = None
         self._launch: LaunchDiff | None = None
         #: The running argv and args line the last diff was made of, and that diff.
         self._launch_read: tuple[tuple[str, ...], str | None] | None = None
@@ -174,25 +169,10 @@ class ServiceFacts:
 
     def _place(self, assessment: Assessment) -> None:
         """Give the log's readers this run's start and the host's zone (stamps counted
-        from the start, stamps in UTC) when another run or zone asks for it, or the
-        host's clock was stepped: a start read again, a tick or a slew away, is the same
-        start, and placing again would restart the readers for nothing."""
+        from the start, stamps in UTC)."""
         run = assessment.run
         start = run.root.start_time if run is not None else None
-        identity = _run_identity(assessment)
-        if self._placed is not None:
-            was_identity, was_start, was_offset = self._placed
-            same_start = start == was_start or (
-                start is not None and was_start is not None and abs(start - was_start) < START_MOVED
-            )
-            if (identity, assessment.utc_offset) == (was_identity, was_offset) and same_start:
-                return
-        self._placed = (identity, start, assessment.utc_offset)
-        zone = timezone(timedelta(seconds=assessment.utc_offset))
-        started = None
-        if start is not None:
-            started = datetime.fromtimestamp(start, zone).replace(tzinfo=None)
-        self._scanner.place(started, assessment.utc_offset)
+        self._scanner.place_run(_run_identity(assessment), start, assessment.utc_offset)
 
     def _split_container_run(self, assessment: Assessment) -> None:
         """A new run of the container (another id, StartedAt or RestartCount) opens a
@@ -209,7 +189,6 @@ class ServiceFacts:
         run = max(self._store.current_run(self.name) or 0, self._scanner.run) + 1
         self._scanner = LogScanner(self.engine)
         self._scanner.boundary.run = run
-        self._placed = None
         self._place(assessment)
         self._serving.new_run()
         self._store.begin_run(self.name, run)

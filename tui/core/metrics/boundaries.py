@@ -6,11 +6,15 @@ import enum
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 
 from tui.core.metrics.model import MetricSample
 from tui.core.metrics.parse import MetricsParser, readers_for
 from tui.engines import SPECS
+
+#: How far one run's start may move between readings (its boot time read again, the
+#: host's clock slewed) before its lines are placed again: past it the clock was stepped.
+START_MOVED = 0.5
 
 #: What a marker line says: ``<engine>-args`` (its args line), ``<engine>-start`` (another
 #: line printed once per run near its start), ``<engine>-ready``.
@@ -229,6 +233,30 @@ class LogScanner:
             engine, reference=reference, clock=clock, started=started, utc_offset=utc_offset
         )
         self.boundary = RunBoundary(engine, parser=self.parser)
+        #: The run, its start (epoch seconds) and the zone :meth:`place_run` placed by.
+        self._placed: tuple[object, float | None, int] | None = None
+
+    def place_run(self, run: object, start: float | None, utc_offset: int) -> None:
+        """Place the lines from here on by ``run``'s ``start`` (host epoch seconds) on a
+        host ``utc_offset`` seconds east of UTC, unless they already are: each probe reads
+        the start afresh, and one read again a tick or a slew away is the same start
+        (placing again would restart the parser for nothing). Another run, another zone
+        or a start moved by :data:`START_MOVED` (the clock was stepped) places again."""
+        if self._placed is not None:
+            was_run, was_start, was_offset = self._placed
+            moved = (start is None) != (was_start is None) or (
+                start is not None
+                and was_start is not None
+                and abs(start - was_start) >= START_MOVED
+            )
+            if (run, utc_offset) == (was_run, was_offset) and not moved:
+                return
+        self._placed = (run, start, utc_offset)
+        started = None
+        if start is not None:
+            zone = timezone(timedelta(seconds=utc_offset))
+            started = datetime.fromtimestamp(start, zone).replace(tzinfo=None)
+        self.place(started, utc_offset)
 
     def place(self, started: datetime | None, utc_offset: int | None) -> None:
         """Read the lines from here on as a run started at ``started`` (host wall clock) on
