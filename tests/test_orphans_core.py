@@ -256,3 +256,18 @@ def test_a_worker_is_told_by_its_title(
     cmdline: list[str], comm: str, workers: tuple[str, ...], title: str | None
 ) -> None:
     assert worker_title({"cmdline": cmdline, "comm": comm}, workers) == title
+
+
+def test_the_hosts_gpus_are_read_once_per_answer_and_each_answer_for_itself() -> None:
+    """The services of one answer share its GPU block, read once; another answer, even
+    one alike but for a process, is read for itself."""
+    from tui.core import host_gpus
+
+    one = csv_with([proc(10)], rows((10, "GPU-aaaa", 30000)))
+    other = csv_with([proc(10, owner="v2")], rows((10, "GPU-aaaa", 30000)))
+    first, again = report_of(one), report_of(one)
+    assert first.gpus is not None and again.gpus is not None
+    assert [o.pid for o in first.gpus.orphans] == [10] == [o.pid for o in again.gpus.orphans]
+    assert host_gpus._read_host_gpus(one) is host_gpus._read_host_gpus(one)
+    owned = report_of(other)
+    assert owned.gpus is not None and owned.gpus.orphans == ()

@@ -269,3 +269,44 @@ async def test_the_gpu_process_list_is_reused_only_while_it_provably_holds(
     finally:
         await channel.close()
         await links.close()
+
+
+async def test_the_hosts_gpus_travel_once_and_every_service_that_asked_reads_them(
+    tmp_path: Path, servers: list[Server], nvidia_smi_calls: Callable[[str], int]
+) -> None:
+    """nvidia-smi's readings are the host's: the answer carries them once, each service
+    that asked says so, and their reports read that one block (the one without GPUs
+    configured still asks, as a tail brings them; none is left without)."""
+    from tui.agent.probe import probe
+    from tui.remote.probe import probe_services
+
+    first = Server(tmp_path / "a.log", state=tmp_path / "sim-state")
+    servers.append(first)
+    first.wait_for(READY)
+    logs = {name: json.dumps(str(tmp_path / f"{name}.log")) for name in "abc"}
+    text = (
+        "hosts:\n  gpu:\n    local: true\n    services:\n"
+        f"      a: {{engine: sglang, log: {logs['a']}, port: {first.port}, gpus: [0]}}\n"
+        f"      b: {{engine: sglang, log: {logs['b']}, port: {free_port()}, gpus: [1]}}\n"
+        f"      c: {{engine: sglang, log: {logs['c']}, port: {free_port()}}}\n"
+    )
+    host = parse_config(text).hosts["gpu"]
+    services = list(host.services.values())
+    answer = probe(probe_request(services, tail_bytes=4096))
+    wire = json.dumps(answer)
+    assert wire.count('"gpus_status"') == 1 and answer["gpu_csv"]["gpus_status"] == 0
+    assert [e["gpu_csv"] for e in answer["services"]] == [True, True, True]
+    none_asked = probe(probe_request(services, tail_bytes=0))
+    assert none_asked["gpu_csv"] is None
+    assert [e["gpu_csv"] for e in none_asked["services"]] == [False, False, False]
+
+    before = nvidia_smi_calls("gpu")
+    links = SshLinks()
+    try:
+        pairs = await probe_services(open_transport(host, links), host, services, tail_bytes=4096)
+    finally:
+        await links.close()
+    (a, da), (_, db), (_, dc) = pairs
+    assert a.run is not None and a.run.root.pid == first.pid
+    assert da.gpu_csv is not None and da.gpu_csv is db.gpu_csv is dc.gpu_csv
+    assert nvidia_smi_calls("gpu") == before + 1  # read once, for all three

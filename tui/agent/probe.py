@@ -73,7 +73,7 @@ def probe_service(view, service):
         {
             "health": health,
             "health_asked": asked,
-            "gpu_csv": None,  # filled in by probe(), once for all services
+            "gpu_csv": False,  # True once probe() read the host's GPUs for it (see probe())
             "prometheus": http_text(service["port"]) if service.get("prometheus") else None,
         }
     )
@@ -166,7 +166,10 @@ def probe(args):
         add_clients(view, serving_runs(services, entries))
     except Exception as error:  # any failure is said in the answer
         clients_problem = reason_of(error)
+    # The host's GPUs are read once and sent once, whichever services asked for them:
+    # each of those says so (gpu_csv: true) and takes the answer's own gpu_csv.
     wanting = [entries[i] for i, s in enumerate(services) if s.get("gpus") is not None]
+    readings = None
     if wanting:
         readings = gpu_readings(
             view,
@@ -176,7 +179,7 @@ def probe(args):
             args.get("gpu_owners") or [],
         )
         for entry in wanting:
-            entry["gpu_csv"] = readings
+            entry["gpu_csv"] = True
     return {
         "boot_id": view.boot_id,
         "boot_time": view.btime,
@@ -186,6 +189,7 @@ def probe(args):
         "hostname": os.uname()[1],
         "agent_pid": os.getpid(),
         "services": entries,
+        "gpu_csv": readings,
         "clients_problem": clients_problem,
     }
 

@@ -87,6 +87,10 @@ MODE_DUMP = "dump"
 #   says why it could not be read or written.
 # * a service entry's ``leftovers``: pids of the engine's workers (``workers``) that
 #   write the service's log below no run.
+# * the answer's ``gpu_csv``: the host's GPUs (nvidia-smi's answers and ``procs``), read
+#   and sent once for every service that asked (``gpus``), or null when none did; each
+#   service entry's ``gpu_csv`` is true when it asked (the answer's is then its), else
+#   false.
 # * ``gpu_csv.procs``: one entry per pid nvidia-smi lists, ``{"pid", "start_ticks",
 #   "started_at", "ppid", "uid", "user", "cmdline", "comm", "owner": SERVICE | null,
 #   "worker_of": SERVICE | null}``; ``owner`` is the service whose live run holds it (a

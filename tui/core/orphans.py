@@ -84,16 +84,18 @@ def with_orphans(
     tied: ServiceGpus,
     query: GpuQuery,
     apps: AppsQuery | None,
+    procs: Mapping[int, GpuProc],
     *,
     csv: Mapping[str, object],
     run_pids: Collection[int],
     service_gpus: Sequence[int],
     utc_offset: int,
 ) -> ServiceGpus:
-    """``tied`` (the service's GPUs as attribute made them) with its orphans from the
-    agent's ``procs`` in ``csv``, and the host's offset its times are said in. When the
-    agent could not tell whose some processes are, the note says so."""
-    orphans = find_orphans(query, apps, read_procs(csv.get("procs")), run_pids, service_gpus)
+    """``tied`` (the service's GPUs as attribute made them) with its orphans among
+    ``procs`` (:func:`read_procs` of the agent's ``procs`` in ``csv``), and the host's
+    offset its times are said in. When the agent could not tell whose some processes
+    are, the note says so."""
+    orphans = find_orphans(query, apps, procs, run_pids, service_gpus)
     problem = csv.get("owners_problem")
     note = tied.note
     if isinstance(problem, str) and problem:

@@ -18,9 +18,8 @@ tail) are skipped by their file and offset.
 
 from __future__ import annotations
 
-import functools
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING
@@ -31,8 +30,9 @@ from tui.core.canary import CanaryResult
 from tui.core.cause import cause_of
 from tui.core.container_watch import ContainerWatch
 from tui.core.containers import DOCKER_JSON
-from tui.core.gpu import ServiceGpus, attribute, gpu_values, read_apps, read_gpus
+from tui.core.gpu import ServiceGpus, gpu_values
 from tui.core.hints import hints
+from tui.core.host_gpus import service_gpus
 from tui.core.launch.diff import LaunchDiff, launch_diff
 from tui.core.launch.reported import parse_reported
 from tui.core.lines import whole_lines
@@ -41,7 +41,6 @@ from tui.core.metrics.boundaries import LogScanner, RunEvent, RunEventKind
 from tui.core.metrics.model import MetricSample
 from tui.core.metrics.prometheus import PrometheusReaders
 from tui.core.metrics.series import SeriesStore
-from tui.core.orphans import with_orphans
 from tui.core.phases import Startup, StartupRecord, startup
 from tui.core.runs import Assessment
 from tui.core.service_report import ProbeDetails, ServiceReport
@@ -346,7 +345,7 @@ class ServiceFacts:
                 self._sample = sample
         self._gpus = None
         if details.gpu_csv is not None:
-            self._gpus = _gpus(
+            self._gpus = service_gpus(
                 details.gpu_csv, run.pids if run else (), self.gpu_indexes, assessment.utc_offset
             )
             current = self._store.current_run(self.name) or 0
@@ -447,40 +446,8 @@ def _run_identity(a: Assessment) -> tuple[object, ...] | None:
     return (a.boot_id, run.root.pid, run.root.start_ticks) if run is not None else None
 
 
-#: nvidia-smi's answer read once per host and probe: every service on the host brings the
-#: same text (a GpuQuery is frozen, so the services can share it).
-_read_gpus = functools.lru_cache(maxsize=64)(read_gpus)
-
-
-def _gpus(
-    csv: Mapping[str, object], pids: Sequence[int], indexes: Sequence[int], utc_offset: int
-) -> ServiceGpus:
-    query = _read_gpus(
-        _int(csv.get("gpus_status")), str(csv.get("gpus") or ""), str(csv.get("gpus_error") or "")
-    )
-    apps = read_apps(
-        _int(csv.get("apps_status")),
-        str(csv.get("apps") or ""),
-        str(csv.get("apps_error") or ""),
-        read_at=_float(csv.get("apps_at")),
-        gpus=query.gpus,
-    )
-    tied = attribute(query, apps, pids, indexes)
-    return with_orphans(
-        tied, query, apps, csv=csv, run_pids=pids, service_gpus=indexes, utc_offset=utc_offset
-    )
-
-
 def _wall(stamp: float, utc_offset: int) -> datetime:
     """Epoch seconds as the host's wall clock (naive), as metric samples carry time."""
     return datetime.fromtimestamp(stamp, timezone(timedelta(seconds=utc_offset))).replace(
         tzinfo=None
     )
-
-
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) else None
-
-
-def _float(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

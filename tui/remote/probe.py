@@ -10,6 +10,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from tui.agent.protocol import MODE_PROBE, MODE_SERVE_PROBES
 from tui.config import Host, MetricsSource, Service
@@ -371,6 +372,10 @@ async def probe_services(
             for entry in data.children("services")
             if isinstance(name := entry.data.get("name"), str)
         }
+        # the host's GPUs, sent once for every service that asked: one mapping they share,
+        # read once (tui/core/host_gpus.py), which nothing may change
+        host_gpus = data.opt_child("gpu_csv")
+        gpu_csv = None if host_gpus is None else MappingProxyType(host_gpus.plain_text())
         out = []
         for s in chosen:
             entry = by_name.get(s.name)
@@ -381,7 +386,7 @@ async def probe_services(
             try:
                 probe = ServiceProbe.from_json(host.name, s.engine.value, data, entry)
                 assessment = assess(probe)
-                out.append((assessment, _details(entry, assessment, probe)))
+                out.append((assessment, _details(entry, assessment, probe, gpu_csv)))
             except AnswerError as error:  # this service's part: the others still count
                 reason = f"the probe's answer was unreadable: {error}"
                 out.append((unknown(host.name, s.name, reason, now), none))
@@ -393,7 +398,14 @@ async def probe_services(
         ]
 
 
-def _details(entry: Fields, assessment: Assessment, probe: ServiceProbe) -> ProbeDetails:
+def _details(
+    entry: Fields,
+    assessment: Assessment,
+    probe: ServiceProbe,
+    gpu_csv: Mapping[str, object] | None,
+) -> ProbeDetails:
+    """The extras of one service's entry; ``gpu_csv`` is the host's GPUs (the answer's
+    own), this service's when its entry says it asked for them."""
     log = entry.opt_child("log")
     args_line = None
     if assessment.run is not None:
@@ -420,12 +432,12 @@ def _details(entry: Fields, assessment: Assessment, probe: ServiceProbe) -> Prob
             raise AnswerError(f"{entry.where}.prometheus", "is not [status, page]")
         if scraped[0] == 200:
             page = scraped[1]
-    gpu_csv = entry.opt_child("gpu_csv")
+    asked_gpus = entry.flag("gpu_csv")
     return ProbeDetails(
         tail=tail,
         tail_offset=tail_offset,
         args_line=args_line,
-        gpu_csv=None if gpu_csv is None else gpu_csv.plain_text(),
+        gpu_csv=gpu_csv if asked_gpus else None,
         prometheus=page,
         startups=probe.startups,
         startups_problem=probe.startups_problem,
