@@ -76,11 +76,14 @@ def read(data: object, what: str) -> Fields:
 
 
 def _clean(value: object, depth: int, where: str, budget: list[int]) -> object:
+    """``value`` with every string made printable (keys as facts, values as text),
+    refused when it is too deep, too big or holds a number that is not finite.
+
+    A container's strings and numbers are handled in its own loop, not one call each:
+    an answer holds thousands of them, and it is read on every refresh of every host."""
     budget[0] -= 1
-    if budget[0] < 0:
-        raise AnswerError(where, f"holds more than {MAX_NODES:,} values")
     if isinstance(value, str):
-        return printable_text(value)
+        return value if value.isprintable() else printable_text(value)
     if isinstance(value, float) and not math.isfinite(value):
         raise AnswerError(where, "holds a number that is not finite")
     if isinstance(value, bool | int | float) or value is None:
@@ -88,10 +91,40 @@ def _clean(value: object, depth: int, where: str, budget: list[int]) -> object:
     if depth >= MAX_DEPTH:
         raise AnswerError(where, f"is nested deeper than {MAX_DEPTH} levels")
     if isinstance(value, dict):
-        return {printable(k): _clean(v, depth + 1, where, budget) for k, v in value.items()}
+        budget[0] -= len(value)
+        _check_budget(where, budget)
+        clean: dict[str, object] = {}
+        for name, item in value.items():
+            key = name if name.isprintable() else printable(name)
+            kind = type(item)
+            if kind is str:
+                clean[key] = item if item.isprintable() else printable_text(item)
+            elif kind is int or kind is bool or item is None:
+                clean[key] = item
+            else:
+                budget[0] += 1  # counted by the call below
+                clean[key] = _clean(item, depth + 1, where, budget)
+        return clean
     if isinstance(value, list):
-        return [_clean(v, depth + 1, where, budget) for v in value]
+        budget[0] -= len(value)
+        _check_budget(where, budget)
+        out: list[object] = []
+        for item in value:
+            kind = type(item)
+            if kind is str:
+                out.append(item if item.isprintable() else printable_text(item))
+            elif kind is int or kind is bool or item is None:
+                out.append(item)
+            else:
+                budget[0] += 1
+                out.append(_clean(item, depth + 1, where, budget))
+        return out
     raise AnswerError(where, f"holds {_kind(value)}")  # json.loads makes nothing else
+
+
+def _check_budget(where: str, budget: list[int]) -> None:
+    if budget[0] < 0:
+        raise AnswerError(where, f"holds more than {MAX_NODES:,} values")
 
 
 _KINDS = (
