@@ -4,6 +4,8 @@ verdict of a service whose only processes are leftover workers."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pytest
 
 from tui.agent.candidates import worker_title
@@ -154,7 +156,7 @@ def dead_probe(leftovers: tuple[int, ...] = ()) -> ServiceProbe:
     return ServiceProbe.from_json("gpu1", "vllm", top, data)
 
 
-def report_of(csv: dict[str, object]):
+def report_of(csv: Mapping[str, object]):
     facts = ServiceFacts("gpu1", "v", engine="vllm", intended=None)
     return facts.observe(assess(dead_probe()), ProbeDetails(gpu_csv=csv))
 
@@ -261,13 +263,14 @@ def test_a_worker_is_told_by_its_title(
 def test_the_hosts_gpus_are_read_once_per_answer_and_each_answer_for_itself() -> None:
     """The services of one answer share its GPU block, read once; another answer, even
     one alike but for a process, is read for itself."""
-    from tui.core import host_gpus
+    from tui.core.host_gpus import HostGpus
 
-    one = csv_with([proc(10)], rows((10, "GPU-aaaa", 30000)))
+    one = HostGpus(csv_with([proc(10)], rows((10, "GPU-aaaa", 30000))))
     other = csv_with([proc(10, owner="v2")], rows((10, "GPU-aaaa", 30000)))
+    readings = one.readings
     first, again = report_of(one), report_of(one)
     assert first.gpus is not None and again.gpus is not None
     assert [o.pid for o in first.gpus.orphans] == [10] == [o.pid for o in again.gpus.orphans]
-    assert host_gpus._read_host_gpus(one) is host_gpus._read_host_gpus(one)
+    assert one.readings is readings  # both services read the block once made
     owned = report_of(other)
     assert owned.gpus is not None and owned.gpus.orphans == ()

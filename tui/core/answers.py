@@ -69,7 +69,7 @@ def read(data: object, what: str) -> Fields:
     as :func:`decode` does."""
     if isinstance(data, Fields):
         return data
-    clean = _clean(data, 0, what, [MAX_NODES])
+    clean = _clean(data, 0, what, [MAX_NODES - 1])  # less the answer itself
     if not isinstance(clean, dict):
         raise AnswerError(what, f"is {_kind(clean)}, not an object")
     return Fields(clean, what)
@@ -78,10 +78,8 @@ def read(data: object, what: str) -> Fields:
 def _clean(value: object, depth: int, where: str, budget: list[int]) -> object:
     """``value`` with every string made printable (keys as facts, values as text),
     refused when it is too deep, too big or holds a number that is not finite.
-
-    A container's strings and numbers are handled in its own loop, not one call each:
-    an answer holds thousands of them, and it is read on every refresh of every host."""
-    budget[0] -= 1
+    ``budget`` counts the values left to read; ``value`` itself was counted by its
+    caller."""
     if isinstance(value, str):
         return value if value.isprintable() else printable_text(value)
     if isinstance(value, float) and not math.isfinite(value):
@@ -91,40 +89,28 @@ def _clean(value: object, depth: int, where: str, budget: list[int]) -> object:
     if depth >= MAX_DEPTH:
         raise AnswerError(where, f"is nested deeper than {MAX_DEPTH} levels")
     if isinstance(value, dict):
-        budget[0] -= len(value)
-        _check_budget(where, budget)
-        clean: dict[str, object] = {}
-        for name, item in value.items():
-            key = name if name.isprintable() else printable(name)
-            kind = type(item)
-            if kind is str:
-                clean[key] = item if item.isprintable() else printable_text(item)
-            elif kind is int or kind is bool or item is None:
-                clean[key] = item
-            else:
-                budget[0] += 1  # counted by the call below
-                clean[key] = _clean(item, depth + 1, where, budget)
-        return clean
+        keys = [key if key.isprintable() else printable(key) for key in value]
+        return dict(zip(keys, _clean_all(list(value.values()), depth, where, budget), strict=True))
     if isinstance(value, list):
-        budget[0] -= len(value)
-        _check_budget(where, budget)
-        out: list[object] = []
-        for item in value:
-            kind = type(item)
-            if kind is str:
-                out.append(item if item.isprintable() else printable_text(item))
-            elif kind is int or kind is bool or item is None:
-                out.append(item)
-            else:
-                budget[0] += 1
-                out.append(_clean(item, depth + 1, where, budget))
-        return out
+        return _clean_all(value, depth, where, budget)
     raise AnswerError(where, f"holds {_kind(value)}")  # json.loads makes nothing else
 
 
-def _check_budget(where: str, budget: list[int]) -> None:
+def _clean_all(items: list[object], depth: int, where: str, budget: list[int]) -> list[object]:
+    """:func:`_clean` of a container's ``items``: its strings and integers here, in one
+    loop, not one call each (an answer holds thousands, read on every refresh)."""
+    budget[0] -= len(items)
     if budget[0] < 0:
         raise AnswerError(where, f"holds more than {MAX_NODES:,} values")
+    clean: list[object] = []
+    for item in items:
+        if isinstance(item, str):
+            clean.append(item if item.isprintable() else printable_text(item))
+        elif (kind := type(item)) is int or kind is bool or item is None:
+            clean.append(item)
+        else:
+            clean.append(_clean(item, depth + 1, where, budget))
+    return clean
 
 
 _KINDS = (

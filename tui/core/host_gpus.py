@@ -2,39 +2,50 @@
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Iterator, Mapping, Sequence
 
 from tui.core.gpu import AppsQuery, GpuQuery, ServiceGpus, attribute, read_apps, read_gpus
 from tui.core.orphans import GpuProc, read_procs, with_orphans
 
-#: The hosts' GPUs as their last answers read them: id(gpu_csv) -> (it, what it says).
-#: Every service of one answer shares that mapping (the agent sends it once), so its
-#: readings are made once; each mapping is held here, so no other takes its id.
-_HostGpus = tuple[GpuQuery, AppsQuery, dict[int, GpuProc]]
-_host_gpus: OrderedDict[int, tuple[Mapping[str, object], _HostGpus]] = OrderedDict()
-HOST_GPUS_KEPT = 64
 
+class HostGpus(Mapping[str, object]):
+    """The ``gpu_csv`` block of one probe answer (nvidia-smi's answers and ``procs``), as
+    it was read: the agent sends it once for every service that asked, and its
+    :attr:`readings` are made once for all of them."""
 
-def _read_host_gpus(csv: Mapping[str, object]) -> _HostGpus:
-    kept = _host_gpus.get(id(csv))
-    if kept is not None and kept[0] is csv:
-        return kept[1]
-    query = read_gpus(
-        _int(csv.get("gpus_status")), str(csv.get("gpus") or ""), str(csv.get("gpus_error") or "")
-    )
-    apps = read_apps(
-        _int(csv.get("apps_status")),
-        str(csv.get("apps") or ""),
-        str(csv.get("apps_error") or ""),
-        read_at=_float(csv.get("apps_at")),
-        gpus=query.gpus,
-    )
-    read = (query, apps, read_procs(csv.get("procs")))
-    _host_gpus[id(csv)] = (csv, read)
-    while len(_host_gpus) > HOST_GPUS_KEPT:
-        _host_gpus.popitem(last=False)
-    return read
+    def __init__(self, fields: Mapping[str, object]) -> None:
+        self._fields = dict(fields)
+
+    @classmethod
+    def of(cls, csv: Mapping[str, object]) -> HostGpus:
+        return csv if isinstance(csv, HostGpus) else cls(csv)
+
+    def __getitem__(self, key: str) -> object:
+        return self._fields[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._fields)
+
+    def __len__(self) -> int:
+        return len(self._fields)
+
+    @functools.cached_property
+    def readings(self) -> tuple[GpuQuery, AppsQuery, dict[int, GpuProc]]:
+        """The GPUs, the processes on them, and who those processes are."""
+        query = read_gpus(
+            _int(self.get("gpus_status")),
+            str(self.get("gpus") or ""),
+            str(self.get("gpus_error") or ""),
+        )
+        apps = read_apps(
+            _int(self.get("apps_status")),
+            str(self.get("apps") or ""),
+            str(self.get("apps_error") or ""),
+            read_at=_float(self.get("apps_at")),
+            gpus=query.gpus,
+        )
+        return query, apps, read_procs(self.get("procs"))
 
 
 def service_gpus(
@@ -42,14 +53,15 @@ def service_gpus(
 ) -> ServiceGpus:
     """The service's GPUs (its run's ``pids``, its configured ``indexes``) in the host's
     ``csv``, with its orphans."""
-    query, apps, procs = _read_host_gpus(csv)
+    host = HostGpus.of(csv)
+    query, apps, procs = host.readings
     tied = attribute(query, apps, pids, indexes)
     return with_orphans(
         tied,
         query,
         apps,
         procs,
-        csv=csv,
+        csv=host,
         run_pids=pids,
         service_gpus=indexes,
         utc_offset=utc_offset,

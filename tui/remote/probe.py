@@ -10,12 +10,12 @@ import os
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
 
 from tui.agent.protocol import MODE_PROBE, MODE_SERVE_PROBES
 from tui.config import Host, MetricsSource, Service
 from tui.core.answers import AnswerError, Fields, decode
 from tui.core.assess import assess
+from tui.core.host_gpus import HostGpus
 from tui.core.report import ProbeDetails
 from tui.core.runs import Assessment, ServiceProbe, unknown
 from tui.core.sanitize import printable
@@ -372,10 +372,10 @@ async def probe_services(
             for entry in data.children("services")
             if isinstance(name := entry.data.get("name"), str)
         }
-        # the host's GPUs, sent once for every service that asked: one mapping they share,
-        # read once (tui/core/host_gpus.py), which nothing may change
+        # the host's GPUs, sent once for every service that asked: one block they share,
+        # its readings made once
         host_gpus = data.opt_child("gpu_csv")
-        gpu_csv = None if host_gpus is None else MappingProxyType(host_gpus.plain_text())
+        gpu_csv = None if host_gpus is None else HostGpus(host_gpus.plain_text())
         out = []
         for s in chosen:
             entry = by_name.get(s.name)

@@ -244,12 +244,10 @@ class LogScanner:
         or a start moved by :data:`START_MOVED` (the clock was stepped) places again."""
         if self._placed is not None:
             was_run, was_start, was_offset = self._placed
-            moved = (start is None) != (was_start is None) or (
-                start is not None
-                and was_start is not None
-                and abs(start - was_start) >= START_MOVED
+            same_start = start == was_start or (
+                start is not None and was_start is not None and abs(start - was_start) < START_MOVED
             )
-            if (run, utc_offset) == (was_run, was_offset) and not moved:
+            if same_start and (run, utc_offset) == (was_run, was_offset):
                 return
         self._placed = (run, start, utc_offset)
         started = None
