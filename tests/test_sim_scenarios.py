@@ -220,6 +220,26 @@ def test_crash_after_seconds(tmp_path: Path) -> None:
     assert "\r\n" in vllm.text()  # NewLineFormatter re-prefixes traceback lines after \r\n
 
 
+def test_a_worker_that_ignores_sigterm_does_from_its_first_instant(tmp_path: Path) -> None:
+    """Its SIGTERM is ignored from its exec on (the kernel's mask), not only once its
+    Python has started: a SIGTERM sent the moment the server is ready finds it ignoring."""
+    sim = Sim(
+        tmp_path,
+        "sglang",
+        *("--load-seconds", "5", "--scenario", "ignore-sigterm", "--tp", "2"),
+        server=SGLANG,
+    )
+    try:
+        wait_until(lambda: children(sim.pid), 10, "the worker")
+        status = Path(f"/proc/{children(sim.pid)[0].pid}/status").read_text()
+        ignored = next(
+            int(line.split()[1], 16) for line in status.splitlines() if line.startswith("SigIgn:")
+        )
+        assert ignored & (1 << (signal.SIGTERM - 1)), status
+    finally:
+        sim.stop()
+
+
 def test_ignore_sigterm_needs_sigkill(tmp_path: Path) -> None:
     sglang = Sim(
         tmp_path,

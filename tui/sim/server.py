@@ -308,14 +308,24 @@ class SimServer:
         if orphan:
             argv += ["--orphan", "--gpu", str(gpu), "--engine", self.cfg.engine]
             argv += ["--port", str(self.port)]
-        child = subprocess.Popen(
-            argv,
-            executable=sys.executable,
-            stdin=subprocess.PIPE,
-            env=env,
-            close_fds=True,
-            start_new_session=orphan,
-        )
+        # A worker that ignores SIGTERM does so from its exec on, as a real one that set
+        # it before the server said it was ready: an ignored signal stays ignored across
+        # exec, where the worker's own SIG_IGN comes only once its Python has started.
+        # (Our own SIGTERM is ignored for the moment of the spawn, before any readiness.)
+        ignoring = scenario == "ignore-sigterm"
+        ours = signal.signal(signal.SIGTERM, signal.SIG_IGN) if ignoring else None
+        try:
+            child = subprocess.Popen(
+                argv,
+                executable=sys.executable,
+                stdin=subprocess.PIPE,
+                env=env,
+                close_fds=True,
+                start_new_session=orphan,
+            )
+        finally:
+            if ignoring:
+                signal.signal(signal.SIGTERM, ours)
         if orphan and child.stdin is not None:
             os.set_blocking(child.stdin.fileno(), False)
         return child
